@@ -1,0 +1,115 @@
+"""The stream adapter contract (reference section 5.1).
+
+An adapter turns what the loop yields into ProtocolEvents, and frames a segment:
+``start()``, then exactly one terminal: ``end()``, ``interrupt(request)`` or
+``error(exc)``. One instance serves one segment; after a terminal it emits nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from shared.chunks import (
+    ReasoningChunk,
+    TextChunk,
+    ToolArgumentChunk,
+    ToolCallChunk,
+    ToolResultChunk,
+)
+from shared.errors import StreamAdapterError
+from shared.events import ProtocolEvent, StreamEvent
+from shared.interrupts import InterruptRequest
+
+Mapper = Callable[[Any], StreamEvent | None]
+
+CHUNK_TYPES = (TextChunk, ReasoningChunk, ToolArgumentChunk, ToolCallChunk, ToolResultChunk)
+
+
+class StreamAdapter:
+    """Base adapter. Subclasses override the ``on_*`` hooks they emit for."""
+
+    #: text put on the wire for any failure; never the exception's own message
+    error_message = "The run failed."
+
+    def __init__(self) -> None:
+        self._mappers: dict[type, Mapper] = {}
+        self._done = False
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def map_event(self, cls: type, mapper: Mapper) -> None:
+        """Map objects of exactly ``cls`` (no subclasses) to a portable event, or None to drop."""
+        self._mappers[cls] = mapper
+
+    # framing -------------------------------------------------------------------
+
+    def start(self) -> list[ProtocolEvent]:
+        return [] if self._done else self.on_start()
+
+    def transform(self, item: Any) -> list[ProtocolEvent]:
+        if self._done:
+            return []
+        if isinstance(item, StreamEvent):
+            return self._portable(item)
+        mapper = self._mappers.get(type(item))
+        if mapper is not None:
+            mapped = mapper(item)
+            if mapped is None:
+                return []
+            if not isinstance(mapped, StreamEvent):
+                raise StreamAdapterError(
+                    f"The stream event mapper for {type(item).__name__} must return "
+                    "StreamEvent or None."
+                )
+            return self._portable(mapped)
+        if isinstance(item, CHUNK_TYPES):
+            return self.on_chunk(item)
+        return []
+
+    def end(self) -> list[ProtocolEvent]:
+        if self._done:
+            return []
+        self._done = True
+        return self.on_end()
+
+    def interrupt(self, request: InterruptRequest) -> list[ProtocolEvent]:
+        if self._done:
+            return []
+        self._done = True
+        return self.on_interrupt(request)
+
+    def error(self, exc: BaseException) -> list[ProtocolEvent]:
+        if self._done:
+            return []
+        self._done = True
+        return self.on_error(exc)
+
+    # hooks -----------------------------------------------------------------------
+
+    def _portable(self, event: StreamEvent) -> list[ProtocolEvent]:
+        encoded = self.on_portable(event)
+        if encoded is None:
+            raise StreamAdapterError(
+                f"{type(self).__name__} cannot encode stream event {type(event).__name__}."
+            )
+        return encoded
+
+    def on_start(self) -> list[ProtocolEvent]:
+        return []
+
+    def on_chunk(self, chunk: Any) -> list[ProtocolEvent]:
+        return []
+
+    def on_portable(self, event: StreamEvent) -> list[ProtocolEvent] | None:
+        return None
+
+    def on_end(self) -> list[ProtocolEvent]:
+        return []
+
+    def on_interrupt(self, request: InterruptRequest) -> list[ProtocolEvent]:
+        return []
+
+    def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
+        return []

@@ -1,0 +1,43 @@
+"""The native vocabulary (reference section 5.2): stateless, one event per chunk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.adapters.base import StreamAdapter
+from shared.chunks import ReasoningChunk, TextChunk, ToolArgumentChunk, ToolCallChunk
+from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
+from shared.interrupts import InterruptRequest
+
+_CHUNK_TYPES: dict[type, str] = {
+    TextChunk: "text",
+    ReasoningChunk: "reasoning",
+    ToolArgumentChunk: "tool-argument",
+    ToolCallChunk: "tool-call",
+}
+
+
+class NativeAdapter(StreamAdapter):
+    def headers(self) -> dict[str, str]:
+        return {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+    def on_chunk(self, chunk: Any) -> list[ProtocolEvent]:
+        kind = _CHUNK_TYPES.get(type(chunk), "tool-result")
+        return [ProtocolEvent(kind, chunk.to_json())]
+
+    def on_portable(self, event: StreamEvent) -> list[ProtocolEvent] | None:
+        if isinstance(event, StepStarted | StepFinished):
+            kind = "step-started" if isinstance(event, StepStarted) else "step-finished"
+            return [ProtocolEvent(kind, {"name": event.name, "metadata": dict(event.metadata)})]
+        if isinstance(event, Activity):
+            data = {"id": event.id, "activityType": event.activity_type, "data": dict(event.data)}
+            return [ProtocolEvent("activity", data)]
+        if isinstance(event, Custom):
+            return [ProtocolEvent("custom", {"name": event.name, "value": event.value})]
+        return None
+
+    def on_interrupt(self, request: InterruptRequest) -> list[ProtocolEvent]:
+        return [ProtocolEvent("interrupt", {"request": request.to_json()})]
+
+    def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
+        return [ProtocolEvent("error", {"message": self.error_message})]

@@ -1,0 +1,315 @@
+"""The Agent: start turns, stage continuations, recover runs, on one durable thread.
+
+An Agent object holds no run state of its own: everything is read from and written to
+the Store, so a fresh Agent in any process continues where another left off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from shared.agent.loop import RunLoop, request_from_record
+from shared.agent.segment import AdapterFactory, ChannelFactory, drain, run_segment, state_of
+from shared.agent.spec import AgentSpec, RunState
+from shared.errors import (
+    ExpiredError,
+    InputTranslationError,
+    RunFailedError,
+    StaleRunError,
+    WorkflowError,
+)
+from shared.interrupts import TIMEOUT_ERROR, ApprovalRequest, InterruptRequest, ToolResultsRequest
+from shared.messages import Message, new_id
+from shared.persistence.store import RunRecord, Store
+from shared.tools import FrontendTool
+from shared.translators.base import InputTranslator
+
+THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+MESSAGE_ID = re.compile(r"^[^\x00-\x1f]{1,64}$")
+
+Segment = Generator[Any, None, RunState]
+
+
+class Agent:
+    """One thread's agent. Cheap to build; build one per request or task."""
+
+    def __init__(
+        self,
+        thread_id: str,
+        spec: AgentSpec,
+        store: Store,
+        *,
+        owner: str = "anonymous",
+        lease_seconds: float = 600.0,
+    ) -> None:
+        if not isinstance(thread_id, str) or not THREAD_ID.match(thread_id):
+            raise InputTranslationError(
+                f"Invalid thread id {thread_id!r}: use 1-128 letters, digits, '_', '.' or '-', "
+                "starting with a letter or digit."
+            )
+        self.thread_id = thread_id
+        self.spec = spec
+        self.store = store
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+        self._adapter_factory: AdapterFactory | None = None
+        self._channel_factory: ChannelFactory | None = None
+        self.on_channel_error: Callable[[BaseException], None] | None = None
+
+    def set_stream_adapter(self, factory: AdapterFactory | None) -> None:
+        """Build a fresh adapter for every segment (None: native chunks are yielded)."""
+        self._adapter_factory = factory
+
+    def set_channel(self, factory: ChannelFactory | None) -> None:
+        """Build a fresh channel for every segment; it also gets the segment's lifecycle."""
+        self._channel_factory = factory
+
+    # reading ---------------------------------------------------------------------
+
+    def inspect(self) -> RunRecord | None:
+        """The thread's current run as persisted, or None."""
+        return self.store.current_run(self.thread_id)
+
+    def state(self) -> RunState | None:
+        record = self.inspect()
+        return None if record is None else state_of(record)
+
+    def history(self, *, limit: int | None = None, before: str | None = None) -> list[Message]:
+        return self.store.messages(self.thread_id, limit=limit, before=before)
+
+    # new turns -------------------------------------------------------------------
+
+    def run(self, message: str | Message, **options: Any) -> RunState:
+        """Run a new turn to completion, suspension or failure."""
+        return self._finish(self.stream(message, **options))
+
+    def stream(
+        self,
+        message: str | Message,
+        *,
+        run_id: str | None = None,
+        frontend_tools: Sequence[FrontendTool] = (),
+    ) -> Segment:
+        """A lazy generator of the turn's output; admission happens on the first ``next``."""
+        user = _user_message(message)
+        if run_id is not None and not RUN_ID.match(run_id):
+            raise InputTranslationError(f"Invalid run id {run_id!r}.")
+        extra = self._checked_frontend_tools(frontend_tools)
+
+        def admit() -> tuple[RunLoop, bool]:
+            record = self.store.begin_run(
+                self.thread_id,
+                run_id or new_id("run"),
+                owner=self.owner,
+                start={"message": user.id, "frontendTools": extra},
+                first_messages=[user],
+                lease_expires_at=self._lease(),
+            )
+            return self._loop(record), True
+
+        return self._segment(admit)
+
+    # continuations -----------------------------------------------------------------
+
+    def submit_tool_results(self, results: Mapping[str, Any]) -> Continuation:
+        """Stage results for the frontend calls the run waits on (read-only until run)."""
+        _require_map(results, "Tool results must be a map of call id to "
+                     "{'result': ...} or {'error': '...'}.")
+        return self._stage(lambda request: dict(results), expect=ToolResultsRequest)
+
+    def submit_approval_decisions(self, decisions: Mapping[str, Any]) -> Continuation:
+        """Stage approval decisions: call id -> "approve" | "reject" | ["reject", reason]."""
+        _require_map(decisions, 'Approval decisions must be a map of call id to "approve", '
+                     '"reject" or ["reject", "<reason>"].')
+        return self._stage(lambda request: dict(decisions), expect=ApprovalRequest)
+
+    def submit_inputs(self, payload: Mapping[str, Any], translator: InputTranslator) -> Continuation:
+        """Stage a client payload translated against the persisted interrupt."""
+        if not isinstance(payload, Mapping):
+            raise InputTranslationError("The continuation payload must be a JSON object.")
+        return self._stage(lambda request: translator.translate(payload, request), expect=None)
+
+    def expire_wait(self) -> Continuation:
+        """Stage the timeout of an expired frontend wait: pending calls settle as errors."""
+        record, request = self._suspended()
+        if not isinstance(request, ToolResultsRequest) or not request.expired():
+            raise WorkflowError("The run is not waiting on an expired frontend wait.", "not_awaited")
+        answers = {call_id: {"error": TIMEOUT_ERROR} for call_id in request.pending_ids}
+        return Continuation(self, record.run_id, record.attempt, answers)
+
+    def recover(self, run_id: str | None = None, attempt: int | None = None) -> Continuation:
+        """Take over a ``running`` run whose worker was lost and continue it from its
+        last checkpoint. Give the attempt the lost worker held (a redelivered task
+        knows it); without one, the run's lease must have expired."""
+        record = self.inspect()
+        if record is None or record.status != "running":
+            raise WorkflowError(
+                f"There is no running run to recover on thread '{self.thread_id}'.", "no_run"
+            )
+        _check_fence(record, run_id or record.run_id, attempt or record.attempt)
+        lease = record.lease_expires_at
+        if attempt is None and lease is not None and lease > datetime.now(UTC):
+            raise WorkflowError(
+                f"Run '{record.run_id}' holds a live lease until {lease.isoformat()}.", "executing"
+            )
+        return Continuation(self, record.run_id, record.attempt, None)
+
+    # internals ------------------------------------------------------------------------
+
+    def _lease(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.lease_seconds)
+
+    def _loop(self, record: RunRecord) -> RunLoop:
+        return RunLoop(self.spec, self.store, record, self.lease_seconds)
+
+    def _segment(self, admit: Callable[[], tuple[RunLoop, bool]]) -> Segment:
+        return run_segment(admit, self._adapter_factory, self._channel_factory, self.on_channel_error)
+
+    def _finish(self, segment: Segment) -> RunState:
+        try:
+            return drain(segment)
+        except RunFailedError:
+            state = self.state()
+            assert state is not None  # a failed segment always follows an admitted run
+            return state
+
+    def _checked_frontend_tools(self, tools: Sequence[FrontendTool]) -> list[dict[str, Any]]:
+        backend = {t.name for t in self.spec.tools}
+        seen: set[str] = set()
+        for item in tools:
+            if item.name in backend:
+                raise InputTranslationError(
+                    f"Frontend tool '{item.name}' collides with a backend tool."
+                )
+            if item.name in seen:
+                raise InputTranslationError(f"Duplicate frontend tool '{item.name}'.")
+            seen.add(item.name)
+        return [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+                "requiresApproval": t.requires_approval,
+            }
+            for t in tools
+        ]
+
+    def _suspended(self) -> tuple[RunRecord, InterruptRequest]:
+        record = self.inspect()
+        if record is None or record.status == "completed":
+            raise InputTranslationError("There is no persisted run to continue.")
+        request = request_from_record(record)
+        if request is None:
+            raise InputTranslationError("There is no current interruption to answer.")
+        return record, request
+
+    def _stage(
+        self,
+        answers_for: Callable[[InterruptRequest], dict[str, Any]],
+        expect: type | None,
+    ) -> Continuation:
+        record, request = self._suspended()
+        if request.expired():
+            raise ExpiredError(f"Interrupt '{request.interrupt_id}' has expired.", "expired")
+        if expect is ToolResultsRequest and isinstance(request, ApprovalRequest):
+            first = ", ".join(f"'{a.id}'" for a in request.actions)
+            raise InputTranslationError(
+                f"Tool call {first} is awaiting approval, not execution results."
+            )
+        if expect is ApprovalRequest and isinstance(request, ToolResultsRequest):
+            raise InputTranslationError(
+                "The run waits for frontend tool results, not approval decisions."
+            )
+        answers = answers_for(request)
+        if not answers:
+            raise InputTranslationError("The payload contains no matching continuation input.")
+        _validate(request, answers)
+        return Continuation(self, record.run_id, record.attempt, answers)
+
+    def _admit_continuation(
+        self, run_id: str, attempt: int, answers: dict[str, Any] | None
+    ) -> tuple[RunLoop, bool]:
+        record = self.inspect()
+        _check_fence(record, run_id, attempt)
+        assert record is not None  # _check_fence refuses a missing run
+        loop = self._loop(record)
+        if answers is None:  # recovery of a running run
+            loop.write(attempt=record.attempt + 1)
+            return loop, True
+        request = request_from_record(record)
+        if request is None:
+            raise WorkflowError(
+                f"Run '{record.run_id}' is '{record.status}', not suspended.", "executing"
+            )
+        new = _validate(request, answers)
+        if not new:
+            return loop, False  # an identical repeat: accepted, nothing to do
+        key = "decisions" if isinstance(request, ApprovalRequest) else "results"
+        accepted = {**record.accepted, key: {**record.accepted.get(key, {}), **new}}
+        loop.write(status="running", attempt=record.attempt + 1, interrupt=None, accepted=accepted)
+        return loop, True
+
+
+class Continuation:
+    """A staged continuation. Nothing ran and nothing was written until ``run()`` or
+    ``events()``; both refuse when the run moved on since staging."""
+
+    def __init__(
+        self, agent: Agent, run_id: str, attempt: int, answers: dict[str, Any] | None
+    ) -> None:
+        self.agent = agent
+        self.run_id = run_id
+        self.attempt = attempt
+        self.answers = answers
+
+    def events(self) -> Segment:
+        return self.agent._segment(
+            lambda: self.agent._admit_continuation(self.run_id, self.attempt, self.answers)
+        )
+
+    def run(self) -> RunState:
+        return self.agent._finish(self.events())
+
+
+def _check_fence(record: RunRecord | None, run_id: str, attempt: int) -> None:
+    if record is None or record.run_id != run_id:
+        current = "none" if record is None else record.run_id
+        wf = "?" if record is None else record.thread_id
+        raise StaleRunError(
+            f"Stale continuation for workflow ID '{wf}': expected run '{run_id}', "
+            f"current run is '{current}'.",
+            "stale_run",
+        )
+    if record.attempt != attempt:
+        raise StaleRunError(
+            f"Stale continuation for workflow ID '{record.thread_id}': expected execution "
+            f"attempt {attempt}, current attempt is {record.attempt}.",
+            "stale_attempt",
+        )
+
+
+def _validate(request: InterruptRequest, answers: Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(request, ApprovalRequest):
+        return request.validate_decisions(answers)
+    return request.validate_results(answers)
+
+
+def _require_map(value: Any, message: str) -> None:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k for k in value):
+        raise InputTranslationError(message)
+
+
+def _user_message(message: str | Message) -> Message:
+    if isinstance(message, Message):
+        if message.role != "user" or not MESSAGE_ID.match(message.id):
+            raise InputTranslationError("A new turn needs a user message with an id of 1-64 characters.")
+        if not message.text.strip():
+            raise InputTranslationError("A new turn needs a non-empty user message.")
+        return message
+    if not isinstance(message, str) or not message.strip():
+        raise InputTranslationError("A new turn needs a non-empty user message.")
+    return Message.user(message)

@@ -1,0 +1,159 @@
+"""The open tool batch of a run: which calls wait for a decision or a result, the
+interrupt that names them, and the tool message once every call is settled.
+
+A batch lives in the run's checkpoint as JSON; decisions and results accumulate in
+the run's ``accepted`` map by call id. Everything here is a pure function of the two.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from shared.chunks import ToolCallInfo
+from shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
+from shared.jsonutil import normalize_result
+from shared.messages import Message, ToolResultPart
+from shared.tools import redacted_inputs
+
+Call = dict[str, Any]
+
+
+def decisions_of(accepted: dict[str, Any]) -> dict[str, Any]:
+    return dict(accepted.get("decisions", {}))
+
+
+def results_of(accepted: dict[str, Any]) -> dict[str, Any]:
+    return dict(accepted.get("results", {}))
+
+
+def rejection(decision: Any) -> tuple[bool, str | None]:
+    """(rejected?, reason) of one native decision."""
+    if decision == "reject":
+        return True, None
+    if isinstance(decision, list) and decision and decision[0] == "reject":
+        return True, decision[1]
+    return False, None
+
+
+def rejection_text(name: str, reason: str | None) -> str:
+    # The model reads this as an instruction; clients and tests match its substrings.
+    text = f"TOOL NOT EXECUTED: the user rejected the call to '{name}'."
+    if reason:
+        text += f" Reason: {reason}"
+    return text + " Do not retry this call unless the user asks for it."
+
+
+def _pending(call: Call) -> PendingCall:
+    return PendingCall(
+        id=call["id"],
+        name=call["name"],
+        inputs=redacted_inputs(call["inputs"], call.get("redact", ())),
+        description=call.get("description"),
+        deferred=call["deferred"],
+    )
+
+
+def undecided(batch: dict[str, Any], accepted: dict[str, Any]) -> list[Call]:
+    decisions = decisions_of(accepted)
+    return [c for c in batch["calls"] if c["approval"] and c["id"] not in decisions]
+
+
+def is_rejected(call: Call, accepted: dict[str, Any]) -> bool:
+    return rejection(decisions_of(accepted).get(call["id"]))[0]
+
+
+def unexecuted_backend(batch: dict[str, Any], accepted: dict[str, Any]) -> list[Call]:
+    results = results_of(accepted)
+    return [
+        c
+        for c in batch["calls"]
+        if not c["deferred"] and c["id"] not in results and not is_rejected(c, accepted)
+    ]
+
+
+def pending_frontend(batch: dict[str, Any], accepted: dict[str, Any]) -> list[Call]:
+    results = results_of(accepted)
+    return [
+        c
+        for c in batch["calls"]
+        if c["deferred"] and c["id"] not in results and not is_rejected(c, accepted)
+    ]
+
+
+def approval_request(
+    interrupt_id: int, batch: dict[str, Any], accepted: dict[str, Any]
+) -> ApprovalRequest:
+    gated = {c["id"] for c in batch["calls"] if c["approval"]}
+    decided = {k: v for k, v in decisions_of(accepted).items() if k in gated}
+    actions = tuple(_pending(c) for c in undecided(batch, accepted))
+    names = ", ".join(a.name for a in actions)
+    return ApprovalRequest(
+        interrupt_id=interrupt_id,
+        actions=actions,
+        decided=decided,
+        message=f"Approval required for: {names}",
+    )
+
+
+def results_request(
+    interrupt_id: int,
+    batch: dict[str, Any],
+    accepted: dict[str, Any],
+    expires_at: datetime | None,
+) -> ToolResultsRequest:
+    deferred = {c["id"] for c in batch["calls"] if c["deferred"]}
+    return ToolResultsRequest(
+        interrupt_id=interrupt_id,
+        tool_calls=tuple(_pending(c) for c in pending_frontend(batch, accepted)),
+        accepted={k: v for k, v in results_of(accepted).items() if k in deferred},
+        expires_at=expires_at,
+    )
+
+
+def settled_text(entry: dict[str, Any]) -> tuple[str, bool]:
+    """(text the model sees, is error) of one stored result entry."""
+    if "error" in entry:
+        return str(entry["error"]), True
+    return normalize_result(entry["result"]), False
+
+
+def call_info(call: Call, accepted: dict[str, Any], *, with_result: bool) -> ToolCallInfo:
+    """The ToolCall JSON of a call as it stands, arguments redacted where declared."""
+    decision = decisions_of(accepted).get(call["id"])
+    rejected, reason = rejection(decision)
+    approval = None
+    if call["approval"]:
+        approval = "pending" if decision is None else ("rejected" if rejected else "approved")
+    result: str | None = None
+    is_error = False
+    entry = results_of(accepted).get(call["id"])
+    if with_result and rejected:
+        result = rejection_text(call["name"], reason)
+    elif with_result and entry is not None:
+        result, is_error = settled_text(entry)
+    return ToolCallInfo(
+        call_id=call["id"],
+        name=call["name"],
+        inputs=redacted_inputs(call["inputs"], call.get("redact", ())),
+        description=call.get("description"),
+        deferred=call["deferred"],
+        result=result,
+        is_error=is_error,
+        approval=approval,
+        reject_reason=reason if rejected else None,
+    )
+
+
+def tool_message(batch: dict[str, Any], accepted: dict[str, Any]) -> Message:
+    """One tool message holding every call's outcome, in the batch's order."""
+    results = results_of(accepted)
+    parts = []
+    for call in batch["calls"]:
+        rejected, reason = rejection(decisions_of(accepted).get(call["id"]))
+        if rejected:
+            parts.append(ToolResultPart(call["id"], call["name"], rejection_text(call["name"], reason)))
+            continue
+        text, is_error = settled_text(results[call["id"]])
+        parts.append(ToolResultPart(call["id"], call["name"], text, is_error))
+    return Message(id=batch["resultMessageId"], role="tool", tool_results=tuple(parts))

@@ -1,0 +1,264 @@
+"""The agent loop: inference, then the batch's tool calls, until the turn completes
+or must wait for a person or the browser.
+
+Every step ends in one compare-and-set write of the run (with the messages it
+produced), so any process can pick the run up from its last write. A backend tool's
+result is written as soon as it returns: a retry never executes it again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Generator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from shared.agent import batch as batches
+from shared.agent.spec import AgentSpec
+from shared.chunks import ReasoningChunk, TextChunk, ToolArgumentChunk, ToolCallChunk, ToolResultChunk
+from shared.errors import ProviderError, RelaylineError
+from shared.events import Activity, StepFinished, StepStarted
+from shared.interrupts import TIMEOUT_ERROR, ApprovalRequest, InterruptRequest, ToolResultsRequest
+from shared.jsonutil import dumps
+from shared.messages import Message, ToolCallPart, new_id
+from shared.persistence.store import RunRecord, Store
+from shared.providers.base import (
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolSchema,
+)
+from shared.tools import AnyTool, FrontendTool
+
+Item = Any  # a chunk or a portable event
+
+
+class StepLimitError(RelaylineError):
+    """The turn needed more model calls than AgentSpec.max_steps allows."""
+
+
+def dynamic_tools(start: dict[str, Any]) -> list[FrontendTool]:
+    """Frontend tools a client declared for this run (AG-UI catalogs), kept with the run."""
+    return [
+        FrontendTool(
+            name=t["name"],
+            description=t.get("description", ""),
+            input_schema=t.get("parameters") or {"type": "object", "properties": {}},
+            requires_approval=bool(t.get("requiresApproval", False)),
+        )
+        for t in start.get("frontendTools", ())
+    ]
+
+
+def request_from_record(record: RunRecord) -> InterruptRequest | None:
+    """The interrupt a suspended run waits on, rebuilt from what persistence holds."""
+    if record.status != "suspended" or record.interrupt is None:
+        return None
+    batch = record.checkpoint["batch"]
+    interrupt_id = int(record.interrupt["interruptId"])
+    if record.interrupt["eventName"] == ApprovalRequest.event_name:
+        return batches.approval_request(interrupt_id, batch, record.accepted)
+    expires = batch.get("waitExpiresAt")
+    return batches.results_request(
+        interrupt_id,
+        batch,
+        record.accepted,
+        datetime.fromisoformat(expires) if expires else None,
+    )
+
+
+class RunLoop:
+    """Advances one run. ``record`` is always the newest version this process wrote."""
+
+    def __init__(self, spec: AgentSpec, store: Store, record: RunRecord, lease_seconds: float):
+        self.spec = spec
+        self.store = store
+        self.record = record
+        self.lease_seconds = lease_seconds
+        self.tools: dict[str, AnyTool] = spec.tool_map(dynamic_tools(record.start))
+        self.last_text: str | None = None
+
+    # persistence ---------------------------------------------------------------
+
+    def _lease(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.lease_seconds)
+
+    def write(self, append: Sequence[Message] = (), **changes: Any) -> RunRecord:
+        changes.setdefault("lease_expires_at", self._lease())
+        self.record = self.store.write_run(self.record, append=append, **changes)
+        return self.record
+
+    def fail(self, error: BaseException) -> None:
+        """Record the failure; a process fenced out by another writes nothing."""
+        message = error.message if isinstance(error, RelaylineError) else "The run failed."
+        self.write(status="failed", error=message, interrupt=None, lease_expires_at=None)
+
+    # the loop ------------------------------------------------------------------
+
+    def advance(self) -> Generator[Item, None, RunRecord]:
+        while True:
+            if self.record.checkpoint.get("batch") is not None:
+                yield from self._settle()
+                if self.record.status == "suspended":
+                    return self.record
+                continue
+            calls = self.record.checkpoint.get("modelCalls", 0)
+            if calls >= self.spec.max_steps:
+                raise StepLimitError(
+                    f"The run reached its limit of {self.spec.max_steps} model calls "
+                    "without finishing the turn."
+                )
+            yield from self._infer(calls + 1)
+            if self.record.checkpoint.get("batch") is None:
+                return self.write(status="completed", interrupt=None, lease_expires_at=None)
+
+    def _infer(self, step: int) -> Generator[Item, None, None]:
+        message_id = new_id("msg")
+        history = tuple(self.store.messages(self.record.thread_id))
+        request = ModelRequest(
+            system_prompt=self.spec.system_prompt,
+            messages=history,
+            tools=tuple(
+                ToolSchema(t.name, t.description, t.input_schema) for t in self.tools.values()
+            ),
+        )
+        yield StepStarted("model", {"step": step})
+        text: list[str] = []
+        reasoning: list[str] = []
+        pieces: dict[int, dict[str, Any]] = {}
+        for delta in self.spec.provider.stream(request):
+            if isinstance(delta, TextDelta) and delta.text:
+                text.append(delta.text)
+                yield TextChunk(message_id, delta.text)
+            elif isinstance(delta, ReasoningDelta) and delta.text:
+                reasoning.append(delta.text)
+                yield ReasoningChunk(message_id, delta.text)
+            elif isinstance(delta, ToolCallDelta):
+                piece = pieces.setdefault(delta.index, {"id": None, "name": None, "args": ""})
+                piece["id"] = piece["id"] or delta.id
+                piece["name"] = piece["name"] or delta.name
+                piece["args"] += delta.arguments
+                tool = self.tools.get(piece["name"] or "")
+                if delta.arguments and piece["id"] and not (tool and tool.redact):
+                    yield ToolArgumentChunk(message_id, piece["name"] or "", piece["id"], delta.arguments)
+        calls = [self._call(pieces[i]) for i in sorted(pieces)]
+        self.last_text = "".join(text)
+        assistant = Message(
+            id=message_id,
+            role="assistant",
+            text=self.last_text,
+            reasoning="".join(reasoning),
+            tool_calls=tuple(ToolCallPart(c["id"], c["name"], c["inputs"]) for c in calls),
+        )
+        checkpoint = {**self.record.checkpoint, "modelCalls": step, "batch": None}
+        if calls:
+            checkpoint["batch"] = {
+                "messageId": message_id,
+                "resultMessageId": new_id("msg"),
+                "calls": calls,
+            }
+        self.write(append=[assistant], checkpoint=checkpoint, accepted={})
+        yield StepFinished("model", {"step": step})
+        for call in calls:
+            yield ToolCallChunk(message_id, batches.call_info(call, {}, with_result=False))
+
+    def _call(self, piece: dict[str, Any]) -> dict[str, Any]:
+        name = piece["name"]
+        tool = self.tools.get(name or "")
+        if tool is None:
+            raise ProviderError(f"The model called the unknown tool {name!r}.")
+        try:
+            inputs = json.loads(piece["args"]) if piece["args"].strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ProviderError(f"The model sent invalid JSON arguments for tool {name!r}.") from exc
+        if not isinstance(inputs, dict):
+            raise ProviderError(f"The model sent non-object arguments for tool {name!r}.")
+        return {
+            "id": piece["id"] or new_id("call"),
+            "name": name,
+            "inputs": inputs,
+            "description": tool.description or None,
+            "deferred": tool.deferred,
+            "approval": tool.requires_approval,
+            "redact": list(tool.redact),
+        }
+
+    def _settle(self) -> Generator[Item, None, None]:
+        batch = self.record.checkpoint["batch"]
+        if batches.undecided(batch, self.record.accepted):
+            self._suspend(ApprovalRequest.event_name, batch)
+            return
+        for call in batches.unexecuted_backend(batch, self.record.accepted):
+            yield from self._execute(call)
+        if batches.pending_frontend(batch, self.record.accepted):
+            expires = batch.get("waitExpiresAt")
+            if expires is None and self.spec.frontend_wait_timeout is not None:
+                deadline = datetime.now(UTC) + timedelta(seconds=self.spec.frontend_wait_timeout)
+                expires = deadline.isoformat()
+            if expires is None or datetime.fromisoformat(expires) > datetime.now(UTC):
+                self._suspend(ToolResultsRequest.event_name, {**batch, "waitExpiresAt": expires})
+                return
+            self._settle_timeouts(batch)
+        results = batches.tool_message(batch, self.record.accepted)
+        settled = self.record.accepted
+        self.write(append=[results], checkpoint={**self.record.checkpoint, "batch": None})
+        for call in batch["calls"]:
+            if call["deferred"] or batches.is_rejected(call, settled):
+                info = batches.call_info(call, settled, with_result=True)
+                yield ToolResultChunk(info)
+
+    def _execute(self, call: dict[str, Any]) -> Generator[Item, None, None]:
+        tool = self.tools.get(call["name"])
+        activity = f"activity_{call['id']}"
+        status = {"callId": call["id"], "toolName": call["name"]}
+        yield Activity(activity, "tool", {**status, "status": "running", "durationMs": 0})
+        started = time.perf_counter()
+        entry: dict[str, Any]
+        try:
+            if tool is None:
+                raise LookupError(f"Tool '{call['name']}' is not available on this server.")
+            entry = {"result": _result_text(tool.execute(call["inputs"]))}
+        except Exception as exc:  # a tool's failure is the model's to handle, not the run's
+            entry = {"error": f"{type(exc).__name__}: {exc}"}
+        elapsed = round((time.perf_counter() - started) * 1000)
+        accepted = self.record.accepted
+        results = {**batches.results_of(accepted), call["id"]: entry}
+        self.write(accepted={**accepted, "results": results})  # the checkpoint
+        outcome = "error" if "error" in entry else "ok"
+        yield Activity(activity, "tool", {**status, "status": outcome, "durationMs": elapsed})
+        yield ToolResultChunk(batches.call_info(call, self.record.accepted, with_result=True))
+
+    def _settle_timeouts(self, batch: dict[str, Any]) -> None:
+        accepted = self.record.accepted
+        results = batches.results_of(accepted)
+        for call in batches.pending_frontend(batch, accepted):
+            results[call["id"]] = {"error": TIMEOUT_ERROR}
+        self.write(accepted={**accepted, "results": results})
+
+    def _suspend(self, event_name: str, batch: dict[str, Any]) -> None:
+        number = self.record.checkpoint.get("interruptSeq", 0) + 1
+        checkpoint = {**self.record.checkpoint, "interruptSeq": number, "batch": batch}
+        marker = {"interruptId": number, "eventName": event_name}
+        draft = dataclasses.replace(
+            self.record, status="suspended", checkpoint=checkpoint, interrupt=marker
+        )
+        request = request_from_record(draft)
+        assert request is not None  # draft is suspended with an interrupt
+        self.write(
+            status="suspended",
+            checkpoint=checkpoint,
+            interrupt=request.to_json(),
+            lease_expires_at=None,
+        )
+
+
+def _result_text(value: Any) -> Any:
+    """A backend result as stored: JSON values as they are, anything else as text."""
+    try:
+        dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value

@@ -1,0 +1,126 @@
+"""One segment of a run: admission, the loop's output through the adapter to the pull
+consumer and the channel, and exactly one terminal (reference section 1.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable
+from typing import Any
+
+from shared.adapters.base import StreamAdapter
+from shared.agent.loop import RunLoop, request_from_record
+from shared.agent.spec import RunState
+from shared.chunks import InterruptEvent
+from shared.delivery import Channel, GuardedChannel
+from shared.errors import ConflictError, RelaylineError, RunFailedError
+from shared.events import ProtocolEvent
+from shared.persistence.store import RunRecord
+
+AdapterFactory = Callable[[], StreamAdapter]
+ChannelFactory = Callable[[], Channel]
+
+
+def state_of(record: RunRecord, message: str | None = None) -> RunState:
+    return RunState(
+        thread_id=record.thread_id,
+        run_id=record.run_id,
+        status=record.status,
+        attempt=record.attempt,
+        interrupt=request_from_record(record),
+        message=message,
+        error=record.error,
+    )
+
+
+def run_segment(
+    admit: Callable[[], tuple[RunLoop, bool]],
+    adapter_factory: AdapterFactory | None,
+    channel_factory: ChannelFactory | None,
+    on_channel_error: Callable[[BaseException], None] | None = None,
+) -> Generator[Any, None, RunState]:
+    """Admit (raising before anything is yielded), then run the loop when ``admit``
+    says there is work; a no-op continuation only repeats the current interrupt."""
+    loop, has_work = admit()
+    adapter = adapter_factory() if adapter_factory else None
+    channel = GuardedChannel(channel_factory()) if channel_factory else None
+    thread_id = loop.record.thread_id
+
+    def out(events: Iterable[ProtocolEvent]) -> Generator[ProtocolEvent, None, None]:
+        for event in events:
+            yield event
+            if channel is not None:
+                channel.send(event)
+
+    try:
+        if adapter is not None:
+            yield from out(adapter.start())
+        if has_work:
+            steps = loop.advance()
+            while True:
+                try:
+                    item = next(steps)
+                except StopIteration:
+                    break
+                if adapter is not None:
+                    yield from out(adapter.transform(item))
+                else:
+                    yield item
+    except GeneratorExit:
+        # The consumer went away mid-segment: the run cannot finish here.
+        _record_failure(loop, RunFailedError("The stream consumer disconnected."))
+        raise
+    except Exception as exc:
+        _record_failure(loop, exc)
+        if adapter is not None:
+            yield from out(adapter.error(exc))
+        if channel is not None:
+            channel.failed(exc, thread_id)
+        _report(channel, on_channel_error)
+        message = exc.message if isinstance(exc, RelaylineError) else "The run failed."
+        raise RunFailedError(message, cause=exc) from exc
+
+    state = state_of(loop.record, loop.last_text)
+    if state.status == "completed":
+        if adapter is not None:
+            yield from out(adapter.end())
+        if channel is not None:
+            channel.completed(state, thread_id)
+    elif state.interrupt is not None:
+        if adapter is not None:
+            yield from out(adapter.interrupt(state.interrupt))
+        else:
+            yield InterruptEvent(state.interrupt)
+        if channel is not None:
+            channel.interrupted(state)
+    _report(channel, on_channel_error)
+    return state
+
+
+def _record_failure(loop: RunLoop, exc: BaseException) -> None:
+    try:
+        loop.fail(exc)
+    except ConflictError:
+        pass  # fenced out: another process owns the run now and decides its fate
+
+
+def _report(
+    channel: GuardedChannel | None, listener: Callable[[BaseException], None] | None
+) -> None:
+    if channel is None or listener is None:
+        return
+    for error in channel.errors:
+        try:
+            listener(error)
+        except Exception:  # a failing listener must not fail the run either
+            import logging
+
+            logging.getLogger("relayline.agent").exception("channel error listener failed")
+
+
+def drain(events: Generator[Any, None, RunState]) -> RunState:
+    """Run a segment to its end; a failure becomes a failed RunState."""
+    try:
+        while True:
+            next(events)
+    except StopIteration as stop:
+        result: RunState = stop.value
+        return result

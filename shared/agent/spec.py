@@ -1,0 +1,62 @@
+"""What an agent is (AgentSpec) and where a run ended up (RunState)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from shared.interrupts import InterruptRequest
+from shared.providers.base import Provider
+from shared.tools import AnyTool, FrontendTool, Tool
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSpec:
+    """Everything needed to rebuild an agent in any process.
+
+    ``max_steps`` bounds model calls per turn; ``frontend_wait_timeout`` (seconds or
+    None) is the deadline of a wait for frontend tool results."""
+
+    provider: Provider
+    tools: Sequence[Tool] = ()
+    frontend_tools: Sequence[FrontendTool] = ()
+    system_prompt: str | None = None
+    suggestions: Sequence[str] = ()
+    max_steps: int = 10
+    frontend_wait_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError("AgentSpec.max_steps must be at least 1.")
+        if self.frontend_wait_timeout is not None and self.frontend_wait_timeout <= 0:
+            raise ValueError("AgentSpec.frontend_wait_timeout must be positive or None.")
+        names = [t.name for t in (*self.tools, *self.frontend_tools)]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"AgentSpec declares tool names more than once: {duplicates}.")
+        for item in self.tools:
+            if not isinstance(item, Tool):
+                raise TypeError(f"AgentSpec.tools takes @tool functions, got {item!r}.")
+        for item in self.frontend_tools:
+            if not isinstance(item, FrontendTool):
+                raise TypeError(f"AgentSpec.frontend_tools takes FrontendTool, got {item!r}.")
+
+    def tool_map(self, extra: Sequence[FrontendTool] = ()) -> dict[str, AnyTool]:
+        found: dict[str, AnyTool] = {t.name: t for t in self.frontend_tools}
+        found.update({t.name: t for t in extra})
+        found.update({t.name: t for t in self.tools})
+        return found
+
+
+@dataclasses.dataclass(frozen=True)
+class RunState:
+    """Where a run stands after a segment: ``completed``, ``suspended`` or ``failed``
+    (``running`` only when inspected while another process executes it)."""
+
+    thread_id: str
+    run_id: str
+    status: str
+    attempt: int
+    interrupt: InterruptRequest | None = None
+    message: str | None = None
+    error: str | None = None

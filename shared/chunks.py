@@ -1,0 +1,113 @@
+"""Native stream chunks the agent loop yields while a segment runs.
+
+Payloads follow reference section 5.1: ``to_json`` is what the native adapter sends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from shared.interrupts import InterruptRequest
+
+
+@dataclasses.dataclass(frozen=True)
+class TextChunk:
+    message_id: str
+    content: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"messageId": self.message_id, "content": self.content}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReasoningChunk:
+    message_id: str
+    content: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"messageId": self.message_id, "content": self.content}
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolArgumentChunk:
+    """A raw fragment of a call's JSON arguments, as the model streams it."""
+
+    message_id: str
+    tool_name: str
+    tool_call_id: str
+    delta: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "messageId": self.message_id,
+            "toolName": self.tool_name,
+            "toolCallId": self.tool_call_id,
+            "delta": self.delta,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolCallInfo:
+    """The ToolCall JSON of reference section 5.1."""
+
+    call_id: str
+    name: str
+    inputs: dict[str, Any]
+    description: str | None = None
+    deferred: bool = False
+    result: str | None = None
+    is_error: bool = False
+    approval: str | None = None
+    approval_reason: str | None = None
+    reject_reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        result: Any = self.result
+        if self.is_error and self.result is not None:
+            result = {"error": self.result}
+        return {
+            "callId": self.call_id,
+            "name": self.name,
+            "description": self.description,
+            "deferred": self.deferred,
+            "inputs": self.inputs,
+            "result": result,
+            "approval": self.approval,
+            "approvalReason": self.approval_reason,
+            "rejectReason": self.reject_reason,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolCallChunk:
+    """A call the model made; ``message_id`` is the assistant message holding it.
+
+    ``dispatched`` is True when the call is handed to the frontend (the run is about to
+    suspend on its result); adapters publish frontend calls only then."""
+
+    message_id: str
+    tool: ToolCallInfo
+    dispatched: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"messageId": self.message_id, "tool": self.tool.to_json()}
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolResultChunk:
+    tool: ToolCallInfo
+    message_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"messageId": None, "tool": self.tool.to_json()}
+
+
+@dataclasses.dataclass(frozen=True)
+class InterruptEvent:
+    """Given to pull consumers without an adapter when a segment suspends."""
+
+    request: InterruptRequest
+
+
+Chunk = TextChunk | ReasoningChunk | ToolArgumentChunk | ToolCallChunk | ToolResultChunk

@@ -1,0 +1,49 @@
+"""Protocol events (what adapters emit) and portable stream events (what any adapter encodes)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class ProtocolEvent:
+    """One event of a frontend protocol. Its JSON form is ``{"type": type, **data}``."""
+
+    type: str
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        # Type first, data spread beside it (adapters keep "type" out of data).
+        return {"type": self.type, **self.data}
+
+
+class StreamEvent:
+    """Marker base of portable events: every adapter knows how to encode them."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StepStarted(StreamEvent):
+    name: str
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepFinished(StreamEvent):
+    name: str
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Activity(StreamEvent):
+    """Live activity, e.g. a backend tool running: ``data`` is a JSON object."""
+
+    id: str
+    activity_type: str
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Custom(StreamEvent):
+    name: str
+    value: Any = None

@@ -1,0 +1,217 @@
+"""What a suspended run waits for, in the public JSON of reference section 6.1.
+
+``ToolResultsRequest`` waits for frontend tool results; ``ApprovalRequest`` waits for
+a person's decisions. Both are rebuilt from the persisted run, never from a client.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.errors import WorkflowError
+from shared.jsonutil import dumps
+
+TIMEOUT_ERROR = "External tool execution timed out."
+CANCELLED_ERROR = "Frontend tool execution cancelled."
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingCall:
+    """A call named by an interrupt: id, tool name, description, arguments."""
+
+    id: str
+    name: str
+    inputs: dict[str, Any]
+    description: str | None = None
+    deferred: bool = True
+
+    def tool_call_json(self, approval: str | None = None) -> dict[str, Any]:
+        """The ToolCall JSON of reference section 5.1."""
+        return {
+            "callId": self.id,
+            "name": self.name,
+            "description": self.description,
+            "deferred": self.deferred,
+            "inputs": self.inputs,
+            "result": None,
+            "approval": approval,
+            "approvalReason": None,
+            "rejectReason": None,
+        }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolResultsRequest:
+    """Waiting for the results of frontend calls. ``accepted`` holds earlier partial results."""
+
+    interrupt_id: int
+    tool_calls: tuple[PendingCall, ...]
+    accepted: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    expires_at: datetime | None = None
+    message: str = "Waiting for external tool results"
+
+    kind = "tool_results"
+    event_name = "tool_results"
+
+    @property
+    def pending_ids(self) -> list[str]:
+        return [c.id for c in self.tool_calls]
+
+    @property
+    def candidate_ids(self) -> set[str]:
+        return set(self.pending_ids) | set(self.accepted)
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "interruptId": self.interrupt_id,
+            "type": "wait_for_event",
+            "eventName": self.event_name,
+            "expiresAt": _iso(self.expires_at),
+            "message": self.message,
+            "toolCalls": [c.tool_call_json() for c in self.tool_calls],
+        }
+
+    def validate_results(self, results: Mapping[str, Any]) -> dict[str, Any]:
+        """Check a native result map; returns only the entries that are new.
+
+        Raises WorkflowError for a foreign id, a malformed entry or a different
+        outcome for a settled call. An identical restatement is accepted.
+        """
+        pending = set(self.pending_ids)
+        new: dict[str, Any] = {}
+        for call_id, entry in results.items():
+            if call_id not in pending and call_id not in self.accepted:
+                raise WorkflowError(
+                    f"Tool result '{call_id}' does not belong to this deferred batch.",
+                    "not_awaited",
+                )
+            if not _valid_result_entry(entry):
+                raise WorkflowError(
+                    f"Tool result '{call_id}' must contain either 'result' or a string 'error'.",
+                    "not_awaited",
+                )
+            if call_id in self.accepted:
+                if dumps(self.accepted[call_id]) != dumps(entry):
+                    raise WorkflowError(
+                        f"Tool result '{call_id}' has already been settled "
+                        "with a different outcome.",
+                        "settled",
+                    )
+                continue
+            new[call_id] = entry
+        return new
+
+
+def _valid_result_entry(entry: Any) -> bool:
+    if not isinstance(entry, dict) or len(entry) != 1:
+        return False
+    if "result" in entry:
+        return True
+    return "error" in entry and isinstance(entry["error"], str)
+
+
+@dataclasses.dataclass(frozen=True)
+class ApprovalRequest:
+    """Waiting for a person to approve or reject calls. Action ids are call ids."""
+
+    interrupt_id: int
+    actions: tuple[PendingCall, ...]
+    decided: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    message: str = "Approval required"
+    expires_at: datetime | None = None
+
+    kind = "approval"
+    event_name = "approval"
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for action in self.actions:
+            if action.id in seen:
+                raise WorkflowError(
+                    f'Duplicate approval action id "{action.id}": '
+                    "each action must be a distinct tool call.",
+                    "conflict",
+                )
+            seen.add(action.id)
+
+    @property
+    def pending_ids(self) -> list[str]:
+        return [a.id for a in self.actions]
+
+    @property
+    def candidate_ids(self) -> set[str]:
+        return set(self.pending_ids) | set(self.decided)
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "interruptId": self.interrupt_id,
+            "type": "wait_for_event",
+            "eventName": self.event_name,
+            "expiresAt": _iso(self.expires_at),
+            "message": self.message,
+            "actions": [
+                {
+                    "id": a.id,
+                    "name": a.name,
+                    "description": a.description,
+                    "decision": None,
+                    "feedback": None,
+                    "reason": None,
+                    "inputs": a.inputs,
+                }
+                for a in self.actions
+            ],
+        }
+
+    def validate_decisions(self, decisions: Mapping[str, Any]) -> dict[str, Any]:
+        """Check a native decision map; returns only the entries that are new."""
+        pending = set(self.pending_ids)
+        new: dict[str, Any] = {}
+        for call_id, decision in decisions.items():
+            if call_id not in pending and call_id not in self.decided:
+                raise WorkflowError(
+                    f"Approval decision '{call_id}' does not belong to this approval request.",
+                    "not_awaited",
+                )
+            if not valid_decision(decision):
+                raise WorkflowError(
+                    f"Approval decision '{call_id}' must be \"approve\", \"reject\" "
+                    'or ["reject", "<reason>"].',
+                    "not_awaited",
+                )
+            if call_id in self.decided:
+                if dumps(self.decided[call_id]) != dumps(decision):
+                    raise WorkflowError(
+                        f"Tool call '{call_id}' has already been decided with a different outcome.",
+                        "settled",
+                    )
+                continue
+            new[call_id] = decision
+        return new
+
+
+def valid_decision(decision: Any) -> bool:
+    if decision in ("approve", "reject"):
+        return True
+    return (
+        isinstance(decision, list)
+        and len(decision) == 2
+        and decision[0] == "reject"
+        and isinstance(decision[1], str)
+    )
+
+
+InterruptRequest = ToolResultsRequest | ApprovalRequest

@@ -1,0 +1,16 @@
+"""Compact JSON used on every wire path and in the database."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON with UTF-8 kept verbatim; NaN and infinities are refused (not JSON)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def normalize_result(value: Any) -> str:
+    """Tool result text the model sees: strings stay as they are, anything else is JSON."""
+    return value if isinstance(value, str) else dumps(value)

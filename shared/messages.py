@@ -1,0 +1,106 @@
+"""Chat messages with stable ids, as stored and as shown to the model.
+
+A message is a role plus content parts. Assistant messages may carry the tool calls
+the model proposed; a ``tool`` message carries the results of one whole batch, in
+the batch's order. Ids are minted once and never change: adapters derive their wire
+ids from them, so a reload shows the same ids as the live stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:24]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolCallPart:
+    """One call the model proposed: the call id is its only identity."""
+
+    id: str
+    name: str
+    inputs: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "inputs": self.inputs}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolCallPart:
+        return cls(id=data["id"], name=data["name"], inputs=dict(data.get("inputs") or {}))
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolResultPart:
+    """The settled outcome of one call: text the model sees, flagged when an error."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"callId": self.call_id, "name": self.name, "content": self.content}
+        if self.is_error:
+            data["isError"] = True
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolResultPart:
+        return cls(
+            call_id=data["callId"],
+            name=data["name"],
+            content=data["content"],
+            is_error=bool(data.get("isError", False)),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Message:
+    id: str
+    role: Role
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: tuple[ToolCallPart, ...] = ()
+    tool_results: tuple[ToolResultPart, ...] = ()
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def user(cls, text: str, id: str | None = None) -> Message:
+        return cls(id=id or new_id("msg"), role="user", text=text)
+
+    def content_json(self) -> list[dict[str, Any]]:
+        """Content blocks as stored in ``messages.content``."""
+        blocks: list[dict[str, Any]] = []
+        if self.reasoning:
+            blocks.append({"type": "reasoning", "text": self.reasoning})
+        if self.text:
+            blocks.append({"type": "text", "text": self.text})
+        blocks.extend({"type": "tool_call", **c.to_json()} for c in self.tool_calls)
+        blocks.extend({"type": "tool_result", **r.to_json()} for r in self.tool_results)
+        return blocks
+
+    @classmethod
+    def from_stored(
+        cls, id: str, role: str, content: list[dict[str, Any]], meta: dict[str, Any] | None
+    ) -> Message:
+        text = "".join(b["text"] for b in content if b["type"] == "text")
+        reasoning = "".join(b["text"] for b in content if b["type"] == "reasoning")
+        calls = tuple(ToolCallPart.from_json(b) for b in content if b["type"] == "tool_call")
+        results = tuple(ToolResultPart.from_json(b) for b in content if b["type"] == "tool_result")
+        if role not in ("system", "user", "assistant", "tool"):
+            raise ValueError(f"Unknown stored message role {role!r}.")
+        return cls(
+            id=id,
+            role=role,  # type: ignore[arg-type]
+            text=text,
+            reasoning=reasoning,
+            tool_calls=calls,
+            tool_results=results,
+            meta=dict(meta or {}),
+        )

@@ -1,0 +1,343 @@
+"""Durable threads, messages and runs on SQLAlchemy 2 (SQLite by default, PostgreSQL).
+
+Every run mutation is a compare-and-set on ``runs.version`` inside one transaction that
+also appends the messages the step produced, so a lost race writes nothing at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from shared.errors import ConflictError, RunInFlightError
+from shared.jsonutil import dumps
+from shared.messages import Message
+from shared.persistence.schema import messages, runs, threads
+
+ACTIVE = ("running", "suspended")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything we write is UTC.
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
+
+
+@dataclasses.dataclass(frozen=True)
+class ThreadRecord:
+    id: str
+    owner: str
+    current_run_id: str | None
+    version: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """One durable run. ``accepted`` holds decisions and results by call id;
+    ``checkpoint`` holds the loop's position (model calls, the open tool batch)."""
+
+    thread_id: str
+    run_id: str
+    status: str
+    attempt: int
+    version: int
+    interrupt: dict[str, Any] | None
+    accepted: dict[str, Any]
+    checkpoint: dict[str, Any]
+    start: dict[str, Any]
+    error: str | None
+    lease_expires_at: datetime | None
+    updated: datetime
+
+
+class Store:
+    """Persistence for threads, messages and runs. Safe to share between threads; each
+    process builds its own (engines are not shared across fork)."""
+
+    def __init__(self, url: str, *, migrate: bool = True, **engine_options: Any) -> None:
+        if url.startswith("sqlite"):
+            engine_options.setdefault("connect_args", {"timeout": 30})
+        self.url = url
+        self.engine: Engine = sa.create_engine(url, **engine_options)
+        if url.startswith("sqlite"):
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        if migrate:
+            self.migrate()
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision (idempotent)."""
+        from alembic import command
+        from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+        with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # Concurrent processes migrating the same database wait for each other.
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(7215001)"))
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # threads -------------------------------------------------------------
+
+    def thread(self, thread_id: str) -> ThreadRecord | None:
+        with self.engine.connect() as conn:
+            return _thread(conn, thread_id)
+
+    def create_thread(self, thread_id: str, owner: str) -> ThreadRecord:
+        """The thread, created for ``owner`` when absent (an existing owner is kept)."""
+        with self.engine.begin() as conn:
+            found = _thread(conn, thread_id)
+            if found is not None:
+                return found
+            conn.execute(
+                threads.insert().values(id=thread_id, owner=owner, version=0, created=utcnow())
+            )
+            return ThreadRecord(thread_id, owner, None, 0)
+
+    # messages ------------------------------------------------------------
+
+    def messages(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> list[Message]:
+        """The thread's messages in order; a page is the newest ``limit`` before the
+        stored message id ``before`` (an unknown ``before`` gives an empty page)."""
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be a positive integer.")
+        query = sa.select(messages).where(messages.c.thread_id == thread_id)
+        with self.engine.connect() as conn:
+            if before is not None:
+                anchor = conn.execute(
+                    sa.select(messages.c.id).where(
+                        messages.c.thread_id == thread_id, messages.c.message_id == before
+                    )
+                ).scalar()
+                if anchor is None:
+                    return []
+                query = query.where(messages.c.id < anchor)
+            if limit is not None:
+                rows = list(conn.execute(query.order_by(messages.c.id.desc()).limit(limit)))
+                rows.reverse()
+            else:
+                rows = list(conn.execute(query.order_by(messages.c.id)))
+        return [
+            Message.from_stored(
+                r.message_id, r.role, json.loads(r.content), json.loads(r.meta) if r.meta else None
+            )
+            for r in rows
+        ]
+
+    def append_messages(self, thread_id: str, items: Sequence[Message]) -> None:
+        """Append messages; a message id already stored on the thread is skipped."""
+        with self.engine.begin() as conn:
+            _append(conn, thread_id, items)
+
+    # runs ----------------------------------------------------------------
+
+    def current_run(self, thread_id: str) -> RunRecord | None:
+        with self.engine.connect() as conn:
+            found = _thread(conn, thread_id)
+            if found is None or found.current_run_id is None:
+                return None
+            return _run(conn, thread_id, found.current_run_id)
+
+    def run(self, thread_id: str, run_id: str) -> RunRecord | None:
+        with self.engine.connect() as conn:
+            return _run(conn, thread_id, run_id)
+
+    def begin_run(
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        owner: str,
+        start: dict[str, Any],
+        first_messages: Sequence[Message],
+        lease_expires_at: datetime,
+    ) -> RunRecord:
+        """Make ``run_id`` the thread's current run, refusing while another is active."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            found = _thread(conn, thread_id)
+            if found is None:
+                conn.execute(
+                    threads.insert().values(id=thread_id, owner=owner, version=0, created=now)
+                )
+                found = ThreadRecord(thread_id, owner, None, 0)
+            if found.current_run_id is not None:
+                current = _run(conn, thread_id, found.current_run_id)
+                if current is not None and current.status in ACTIVE:
+                    raise RunInFlightError(_in_flight_message(current), "run_in_flight")
+            if _run(conn, thread_id, run_id) is not None:
+                raise ConflictError(
+                    f"Run '{run_id}' already exists on thread '{thread_id}'.", "conflict"
+                )
+            moved = conn.execute(
+                threads.update()
+                .where(threads.c.id == thread_id, threads.c.version == found.version)
+                .values(current_run_id=run_id, version=found.version + 1)
+            )
+            if moved.rowcount != 1:
+                raise ConflictError(
+                    f"Another turn started on thread '{thread_id}' at the same time; retry.",
+                    "conflict",
+                )
+            record = RunRecord(
+                thread_id=thread_id,
+                run_id=run_id,
+                status="running",
+                attempt=1,
+                version=1,
+                interrupt=None,
+                accepted={},
+                checkpoint={},
+                start=start,
+                error=None,
+                lease_expires_at=lease_expires_at,
+                updated=now,
+            )
+            conn.execute(runs.insert().values(**_run_row(record), created=now))
+            _append(conn, thread_id, first_messages)
+            return record
+
+    def write_run(
+        self, record: RunRecord, *, append: Sequence[Message] = (), **changes: Any
+    ) -> RunRecord:
+        """Compare-and-set ``changes`` onto the run; ``append`` goes in the same transaction.
+
+        Raises ConflictError (nothing written) when the run moved since ``record``."""
+        updated = dataclasses.replace(
+            record, version=record.version + 1, updated=utcnow(), **changes
+        )
+        with self.engine.begin() as conn:
+            moved = conn.execute(
+                runs.update()
+                .where(
+                    runs.c.thread_id == record.thread_id,
+                    runs.c.run_id == record.run_id,
+                    runs.c.version == record.version,
+                )
+                .values(**_run_row(updated))
+            )
+            if moved.rowcount != 1:
+                raise ConflictError(
+                    f"Run '{record.run_id}' on thread '{record.thread_id}' was changed by "
+                    f"another process (attempt {record.attempt}); nothing was written.",
+                    "conflict",
+                )
+            _append(conn, record.thread_id, append)
+        return updated
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _thread(conn: Connection, thread_id: str) -> ThreadRecord | None:
+    row = conn.execute(sa.select(threads).where(threads.c.id == thread_id)).first()
+    if row is None:
+        return None
+    return ThreadRecord(row.id, row.owner, row.current_run_id, row.version)
+
+
+def _run(conn: Connection, thread_id: str, run_id: str) -> RunRecord | None:
+    row = conn.execute(
+        sa.select(runs).where(runs.c.thread_id == thread_id, runs.c.run_id == run_id)
+    ).first()
+    if row is None:
+        return None
+    return RunRecord(
+        thread_id=row.thread_id,
+        run_id=row.run_id,
+        status=row.status,
+        attempt=row.attempt,
+        version=row.version,
+        interrupt=json.loads(row.interrupt) if row.interrupt else None,
+        accepted=json.loads(row.accepted),
+        checkpoint=json.loads(row.checkpoint),
+        start=json.loads(row.start),
+        error=row.error,
+        lease_expires_at=_aware(row.lease_expires_at),
+        updated=_aware(row.updated) or utcnow(),
+    )
+
+
+def _run_row(record: RunRecord) -> dict[str, Any]:
+    return {
+        "thread_id": record.thread_id,
+        "run_id": record.run_id,
+        "status": record.status,
+        "attempt": record.attempt,
+        "version": record.version,
+        "interrupt": dumps(record.interrupt) if record.interrupt is not None else None,
+        "accepted": dumps(record.accepted),
+        "checkpoint": dumps(record.checkpoint),
+        "start": dumps(record.start),
+        "error": record.error,
+        "lease_expires_at": record.lease_expires_at,
+        "updated": record.updated,
+    }
+
+
+def _append(conn: Connection, thread_id: str, items: Iterable[Message]) -> None:
+    items = list(items)
+    if not items:
+        return
+    known = set(
+        conn.execute(
+            sa.select(messages.c.message_id).where(
+                messages.c.thread_id == thread_id,
+                messages.c.message_id.in_([m.id for m in items]),
+            )
+        ).scalars()
+    )
+    now = utcnow()
+    rows = []
+    for item in items:
+        if item.id in known:
+            continue
+        known.add(item.id)
+        rows.append(
+            {
+                "thread_id": thread_id,
+                "message_id": item.id,
+                "role": item.role,
+                "content": dumps(item.content_json()),
+                "meta": dumps(item.meta) if item.meta else None,
+                "created": now,
+            }
+        )
+    if rows:
+        conn.execute(messages.insert(), rows)
+
+
+def _in_flight_message(current: RunRecord) -> str:
+    waiting = ""
+    if current.status == "suspended" and current.interrupt:
+        waiting = (
+            f", waiting on #{current.interrupt.get('interruptId')} "
+            f"{current.interrupt.get('eventName')}"
+        )
+    return (
+        f"Cannot start a new turn on thread '{current.thread_id}': run '{current.run_id}' "
+        f"(attempt {current.attempt}) is {current.status}{waiting}. "
+        "Answer or wait for it first."
+    )

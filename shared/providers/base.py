@@ -1,0 +1,66 @@
+"""The provider interface: one streamed model call.
+
+A provider receives the conversation and the tool schemas and yields deltas as the
+model produces them. The agent loop assembles the deltas into one assistant message,
+so providers stay small and stateless.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any, Protocol, runtime_checkable
+
+from shared.messages import Message
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolSchema:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRequest:
+    system_prompt: str | None
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSchema, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolCallDelta:
+    """A piece of one tool call. ``index`` groups the pieces of a call (parallel calls
+    interleave); ``id`` and ``name`` arrive at least once, ``arguments`` is a raw
+    fragment of the call's JSON arguments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+ModelDelta = TextDelta | ReasoningDelta | ToolCallDelta | Usage
+
+
+@runtime_checkable
+class Provider(Protocol):
+    def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        """Yield the model's deltas. Raise :class:`shared.errors.ProviderError` on failure."""
+        ...

@@ -1,0 +1,258 @@
+"""Provider for OpenAI-compatible chat completions (OpenAI, Ollama, vLLM, llama.cpp server).
+
+One streamed ``POST {base_url}/chat/completions`` per model call, read as server-sent
+events and turned into provider deltas. Every failure (HTTP status, network, timeout,
+a stream cut short, garbage on the wire) surfaces as :class:`ProviderError`, and no
+message ever contains the API key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import requests
+import urllib3.exceptions
+
+from shared import jsonutil
+from shared.errors import ProviderError
+from shared.messages import Message
+from shared.providers.base import (
+    ModelDelta,
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
+
+_NAME = "OpenAI-compatible provider"
+_EXCERPT_CHARS = 300
+_MAX_CONNECT_TIMEOUT = 10.0
+_STATUS_HINTS = {
+    401: " (check the API key)",
+    403: " (check the API key's permissions)",
+    404: " (check base_url and the model name)",
+}
+
+
+class OpenAIProvider:
+    """Streams one chat completion per :meth:`stream` call; holds no conversation state."""
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        base_url: str = "https://api.openai.com/v1",
+        timeout: float = 60.0,
+        session: requests.Session | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        if not model or not model.strip():
+            raise ValueError("OpenAIProvider needs a model name, e.g. 'gpt-4o-mini' or 'llama3.1'.")
+        if timeout <= 0:
+            raise ValueError(f"OpenAIProvider timeout must be positive, got {timeout!r}.")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._api_key = api_key or None
+        self._owns_session = session is None
+        self._session = session if session is not None else requests.Session()
+        self._extra_body = dict(extra_body or {})
+
+    def close(self) -> None:
+        """Close the HTTP session if this provider created it."""
+        if self._owns_session:
+            self._session.close()
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent to ``/chat/completions``."""
+        messages: list[dict[str, Any]] = []
+        if request.system_prompt:
+            messages.append({"role": "system", "content": request.system_prompt})
+        for message in request.messages:
+            messages.extend(_wire_messages(message))
+        # extra_body goes between the defaults and the fixed keys: callers may tune
+        # sampling or drop usage reporting, but never switch off streaming.
+        body: dict[str, Any] = {
+            "stream_options": {"include_usage": True},
+            **self._extra_body,
+            "model": self.model,
+            "messages": messages,
+            "stream": True,
+        }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in request.tools
+            ]
+        return body
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        url = f"{self.base_url}/chat/completions"
+        try:
+            data = jsonutil.dumps(self.build_body(request)).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise self._error(f"request cannot be encoded as JSON: {exc}") from exc
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        timeout = (min(self.timeout, _MAX_CONNECT_TIMEOUT), self.timeout)
+        try:
+            response = self._session.post(
+                url, data=data, headers=headers, timeout=timeout, stream=True
+            )
+        except requests.RequestException as exc:
+            raise self._network_error(url, exc, streaming=False) from exc
+        with response:
+            if not 200 <= response.status_code < 300:
+                detail = _error_detail(response.content.decode("utf-8", errors="replace"))
+                hint = _STATUS_HINTS.get(response.status_code, "")
+                raise self._error(f"answered HTTP {response.status_code}{hint}: {detail}")
+            # chunk_size=None yields each chunk as it arrives instead of waiting to fill
+            # a buffer; bytes are decoded here because requests assumes Latin-1 for
+            # text/event-stream without a charset.
+            lines = response.iter_lines(chunk_size=None)
+            try:
+                yield from self._parse(lines)
+            except requests.RequestException as exc:
+                raise self._network_error(url, exc, streaming=True) from exc
+
+    def _parse(self, lines: Iterable[bytes]) -> Iterator[ModelDelta]:
+        finished = False
+        for raw in lines:
+            line = raw.decode("utf-8", errors="replace")
+            # Blank lines separate events; ':' lines are keepalive comments; other
+            # SSE fields (event:, id:) carry nothing the chat API relies on.
+            if not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                return
+            try:
+                chunk = json.loads(payload)
+            except json.JSONDecodeError as exc:
+                raise self._error(
+                    f"sent malformed JSON in the stream: {_excerpt(payload)}"
+                ) from exc
+            if not isinstance(chunk, dict):
+                raise self._error(f"sent an unexpected stream chunk: {_excerpt(payload)}")
+            if chunk.get("error") is not None:
+                raise self._error(f"reported an error mid-stream: {_error_detail(payload)}")
+            choices = chunk.get("choices") or []
+            if choices and isinstance(choices[0], dict):
+                yield from _choice_deltas(choices[0])
+                finished = finished or choices[0].get("finish_reason") is not None
+            usage = chunk.get("usage")
+            if isinstance(usage, dict):
+                yield Usage(
+                    input_tokens=_int_or_none(usage.get("prompt_tokens")),
+                    output_tokens=_int_or_none(usage.get("completion_tokens")),
+                )
+        # Some servers skip [DONE] after a finish_reason; without either, the
+        # connection dropped and the answer may be truncated.
+        if not finished:
+            raise self._error(
+                "ended the stream before the response was complete (no [DONE] and no "
+                "finish_reason): the connection was probably cut."
+            )
+
+    def _network_error(
+        self, url: str, exc: requests.RequestException, *, streaming: bool
+    ) -> ProviderError:
+        # Mid-stream read timeouts arrive as ConnectionError wrapping urllib3's error.
+        timed_out = isinstance(exc, requests.Timeout) or any(
+            isinstance(arg, urllib3.exceptions.TimeoutError) for arg in exc.args
+        )
+        if timed_out:
+            return self._error(f"at {url} timed out (timeout {self.timeout:g}s): {exc}")
+        if streaming:
+            return self._error(f"at {url} broke off the stream: {exc}")
+        return self._error(f"at {url} could not be reached: {exc}")
+
+    def _error(self, text: str) -> ProviderError:
+        # Servers and proxies sometimes echo request headers back in error bodies.
+        message = f"{_NAME} {text}"
+        return ProviderError(message.replace(self._api_key, "***") if self._api_key else message)
+
+
+def _wire_messages(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [
+            {
+                "role": "tool",
+                "tool_call_id": r.call_id,
+                "content": f"Error: {r.content}" if r.is_error else r.content,
+            }
+            for r in message.tool_results
+        ]
+    if message.role != "assistant":
+        return [{"role": message.role, "content": message.text}]
+    if not message.tool_calls:
+        # Reasoning is never sent back; content must still be a string without tool calls.
+        return [{"role": "assistant", "content": message.text}]
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": jsonutil.dumps(c.inputs)},
+        }
+        for c in message.tool_calls
+    ]
+    return [{"role": "assistant", "content": message.text or None, "tool_calls": calls}]
+
+
+def _choice_deltas(choice: dict[str, Any]) -> Iterator[ModelDelta]:
+    delta = choice.get("delta") or {}
+    # Ollama and vLLM say "reasoning", DeepSeek and others "reasoning_content".
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        yield ReasoningDelta(reasoning)
+    content = delta.get("content")
+    if isinstance(content, str) and content:
+        yield TextDelta(content)
+    for position, call in enumerate(delta.get("tool_calls") or []):
+        function = call.get("function") or {}
+        arguments = function.get("arguments") or ""
+        if not isinstance(arguments, str):  # a few servers send an object, not a string
+            arguments = jsonutil.dumps(arguments)
+        call_id, name = call.get("id") or None, function.get("name") or None
+        if call_id or name or arguments:
+            index = call.get("index")
+            yield ToolCallDelta(
+                index=index if isinstance(index, int) else position,
+                id=call_id,
+                name=name,
+                arguments=arguments,
+            )
+
+
+def _error_detail(body: str) -> str:
+    """The ``error.message`` of an OpenAI-style error body, else a short excerpt."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return _excerpt(body) or "(empty body)"
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return _excerpt(error["message"])
+    if isinstance(error, str):  # Ollama's shape
+        return _excerpt(error)
+    return _excerpt(body)
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "…"
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,13 @@
+"""Protocol payloads to native continuation maps (reference section 6).
+
+``AGUIInputTranslator`` reads AG-UI ``RunAgentInput`` (``resume`` or tool messages)
+and the client tool catalog; ``VercelAIInputTranslator`` reads ``useChat`` message
+histories. Both raise InputTranslationError (400) for malformed or unmatched input
+and let the request's WorkflowError (409) through.
+"""
+
+from shared.translators.agui import AGUIInputTranslator
+from shared.translators.base import InputTranslator
+from shared.translators.vercel import VercelAIInputTranslator
+
+__all__ = ["AGUIInputTranslator", "InputTranslator", "VercelAIInputTranslator"]

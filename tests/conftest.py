@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from shared.persistence import Store
+from tests.support.postgres import fresh_database, postgres_server
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Every durable-run test runs on a SQLite file and on a real PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'relayline.db'}"
+        return
+    admin = request.getfixturevalue("postgres_admin_url")
+    with fresh_database(admin) as url:
+        yield url
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    built = Store(database_url)
+    yield built
+    built.dispose()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    built = Store(f"sqlite:///{tmp_path_factory.mktemp('db') / 'unit.db'}")
+    yield built
+    built.dispose()

@@ -1,0 +1,131 @@
+"""Agent specs the tests share, usable from the test process and from subprocesses.
+
+Side effects are counted in files under a directory so that counts add up across
+processes: ``<dir>/model`` gets a line per model call, ``<dir>/tool.<name>`` per execution.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from shared.agent import AgentSpec, FrontendTool, tool
+from shared.providers import ScriptedProvider
+from shared.providers.base import ModelDelta, ModelRequest
+
+
+class CountingProvider:
+    """The scripted provider, counting calls in a file. ``crash_on_call`` kills the process
+    (fault injection) when that call number starts: the run's last checkpoint stays."""
+
+    def __init__(self, script: dict[str, Any], counts: Path, crash_on_call: int | None = None):
+        self.inner = ScriptedProvider(script)
+        self.counts = counts
+        self.crash_on_call = crash_on_call
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        calls = count(self.counts, "model") + 1
+        if self.crash_on_call == calls:
+            os._exit(17)
+        bump(self.counts, "model")
+        yield from self.inner.stream(request)
+
+
+def bump(counts: Path, name: str) -> None:
+    with open(counts / name, "a", encoding="utf-8") as handle:
+        handle.write("x\n")
+
+
+def count(counts: Path, name: str) -> int:
+    path = counts / name
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+BATCH_SCRIPT: dict[str, Any] = {
+    "chunk_size": 5,
+    "rules": [
+        {
+            "match": "(?i)batch",
+            "steps": [
+                {
+                    "text": "Working on it.",
+                    "tool_calls": [
+                        {"id": "call_a", "name": "browser", "arguments": {"page": "A"}},
+                        {"id": "call_b", "name": "browser", "arguments": {"page": "B"}},
+                        {"id": "call_c", "name": "browser", "arguments": {"page": "C"}},
+                    ],
+                },
+                {"text": "Results: {{tool_results}}"},
+            ],
+        },
+        {
+            "match": "(?i)title",
+            "steps": [
+                {"tool_calls": [{"id": "call_t", "name": "read_title", "arguments": {}}]},
+                {"text": "The title is {{last_tool_result}}."},
+            ],
+        },
+        {
+            "match": "(?i)delete",
+            "steps": [
+                {
+                    "tool_calls": [
+                        {"id": "call_d", "name": "delete_file", "arguments": {"path": "r.pdf"}},
+                        {"id": "call_t", "name": "read_title", "arguments": {}},
+                    ]
+                },
+                {"text": "Finished: {{tool_results}}"},
+            ],
+        },
+        {
+            "match": "(?i)weather",
+            "steps": [
+                {"tool_calls": [{"id": "call_w", "name": "weather", "arguments": {"city": "Oslo"}}]},
+                {"text": "Weather: {{last_tool_result}}"},
+            ],
+        },
+        {"match": "", "steps": [{"reasoning": "Greeting.", "text": "Hello! {{last_user_message}}"}]},
+    ],
+}
+
+
+def build_spec(
+    counts: Path, crash_on_call: int | None = None, frontend_wait_timeout: float | None = None
+) -> AgentSpec:
+    @tool(requires_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file.
+
+        Args:
+            path: The file to delete.
+        """
+        bump(counts, "tool.delete_file")
+        return f"{path} deleted"
+
+    @tool
+    def weather(city: str) -> str:
+        """Current weather.
+
+        Args:
+            city: City name.
+        """
+        bump(counts, "tool.weather")
+        return f"sunny in {city}"
+
+    return AgentSpec(
+        provider=CountingProvider(BATCH_SCRIPT, counts, crash_on_call),
+        tools=[delete_file, weather],
+        frontend_tools=[
+            FrontendTool("read_title", "Read the page title"),
+            FrontendTool(
+                "browser",
+                "Open a page in the browser",
+                {"type": "object", "properties": {"page": {"type": "string"}}},
+                requires_approval=True,
+            ),
+        ],
+        system_prompt="Test agent.",
+        frontend_wait_timeout=frontend_wait_timeout,
+    )
