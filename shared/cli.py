@@ -59,7 +59,9 @@ def run_demo(database: str | None) -> int:
                 request = state.interrupt
                 if isinstance(request, ApprovalRequest):
                     print("  (approving every action)")
-                    staged = agent.submit_approval_decisions({a.id: "approve" for a in request.actions})
+                    staged = agent.submit_approval_decisions(
+                        {a.id: "approve" for a in request.actions}
+                    )
                 else:
                     assert request is not None
                     print("  (the 'browser' answers the frontend tool)")

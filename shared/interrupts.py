@@ -188,7 +188,7 @@ class ApprovalRequest:
                 )
             if not valid_decision(decision):
                 raise WorkflowError(
-                    f"Approval decision '{call_id}' must be \"approve\", \"reject\" "
+                    f'Approval decision \'{call_id}\' must be "approve", "reject" '
                     'or ["reject", "<reason>"].',
                     "not_awaited",
                 )

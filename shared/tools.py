@@ -84,14 +84,29 @@ class FrontendTool:
 AnyTool = Tool | FrontendTool
 
 
+@typing.overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@typing.overload
 def tool(
-    fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
     redact: typing.Iterable[str] = (),
-) -> Any:
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+    redact: typing.Iterable[str] = (),
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed, documented function into a backend :class:`Tool`.
 
     Usable bare (``@tool``) or with options (``@tool(requires_approval=True)``).

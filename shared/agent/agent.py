@@ -117,17 +117,23 @@ class Agent:
 
     def submit_tool_results(self, results: Mapping[str, Any]) -> Continuation:
         """Stage results for the frontend calls the run waits on (read-only until run)."""
-        _require_map(results, "Tool results must be a map of call id to "
-                     "{'result': ...} or {'error': '...'}.")
+        _require_map(
+            results, "Tool results must be a map of call id to {'result': ...} or {'error': '...'}."
+        )
         return self._stage(lambda request: dict(results), expect=ToolResultsRequest)
 
     def submit_approval_decisions(self, decisions: Mapping[str, Any]) -> Continuation:
         """Stage approval decisions: call id -> "approve" | "reject" | ["reject", reason]."""
-        _require_map(decisions, 'Approval decisions must be a map of call id to "approve", '
-                     '"reject" or ["reject", "<reason>"].')
+        _require_map(
+            decisions,
+            'Approval decisions must be a map of call id to "approve", '
+            '"reject" or ["reject", "<reason>"].',
+        )
         return self._stage(lambda request: dict(decisions), expect=ApprovalRequest)
 
-    def submit_inputs(self, payload: Mapping[str, Any], translator: InputTranslator) -> Continuation:
+    def submit_inputs(
+        self, payload: Mapping[str, Any], translator: InputTranslator
+    ) -> Continuation:
         """Stage a client payload translated against the persisted interrupt."""
         if not isinstance(payload, Mapping):
             raise InputTranslationError("The continuation payload must be a JSON object.")
@@ -137,7 +143,9 @@ class Agent:
         """Stage the timeout of an expired frontend wait: pending calls settle as errors."""
         record, request = self._suspended()
         if not isinstance(request, ToolResultsRequest) or not request.expired():
-            raise WorkflowError("The run is not waiting on an expired frontend wait.", "not_awaited")
+            raise WorkflowError(
+                "The run is not waiting on an expired frontend wait.", "not_awaited"
+            )
         answers = {call_id: {"error": TIMEOUT_ERROR} for call_id in request.pending_ids}
         return Continuation(self, record.run_id, record.attempt, answers)
 
@@ -167,7 +175,9 @@ class Agent:
         return RunLoop(self.spec, self.store, record, self.lease_seconds)
 
     def _segment(self, admit: Callable[[], tuple[RunLoop, bool]]) -> Segment:
-        return run_segment(admit, self._adapter_factory, self._channel_factory, self.on_channel_error)
+        return run_segment(
+            admit, self._adapter_factory, self._channel_factory, self.on_channel_error
+        )
 
     def _finish(self, segment: Segment) -> RunState:
         try:
@@ -306,7 +316,9 @@ def _require_map(value: Any, message: str) -> None:
 def _user_message(message: str | Message) -> Message:
     if isinstance(message, Message):
         if message.role != "user" or not MESSAGE_ID.match(message.id):
-            raise InputTranslationError("A new turn needs a user message with an id of 1-64 characters.")
+            raise InputTranslationError(
+                "A new turn needs a user message with an id of 1-64 characters."
+            )
         if not message.text.strip():
             raise InputTranslationError("A new turn needs a non-empty user message.")
         return message

@@ -17,7 +17,13 @@ from typing import Any
 
 from shared.agent import batch as batches
 from shared.agent.spec import AgentSpec
-from shared.chunks import ReasoningChunk, TextChunk, ToolArgumentChunk, ToolCallChunk, ToolResultChunk
+from shared.chunks import (
+    ReasoningChunk,
+    TextChunk,
+    ToolArgumentChunk,
+    ToolCallChunk,
+    ToolResultChunk,
+)
 from shared.errors import ProviderError, RelaylineError
 from shared.events import Activity, StepFinished, StepStarted
 from shared.interrupts import TIMEOUT_ERROR, ApprovalRequest, InterruptRequest, ToolResultsRequest
@@ -143,7 +149,9 @@ class RunLoop:
                 piece["args"] += delta.arguments
                 tool = self.tools.get(piece["name"] or "")
                 if delta.arguments and piece["id"] and not (tool and tool.redact):
-                    yield ToolArgumentChunk(message_id, piece["name"] or "", piece["id"], delta.arguments)
+                    yield ToolArgumentChunk(
+                        message_id, piece["name"] or "", piece["id"], delta.arguments
+                    )
         calls = [self._call(pieces[i]) for i in sorted(pieces)]
         self.last_text = "".join(text)
         assistant = Message(
@@ -173,7 +181,9 @@ class RunLoop:
         try:
             inputs = json.loads(piece["args"]) if piece["args"].strip() else {}
         except json.JSONDecodeError as exc:
-            raise ProviderError(f"The model sent invalid JSON arguments for tool {name!r}.") from exc
+            raise ProviderError(
+                f"The model sent invalid JSON arguments for tool {name!r}."
+            ) from exc
         if not isinstance(inputs, dict):
             raise ProviderError(f"The model sent non-object arguments for tool {name!r}.")
         return {

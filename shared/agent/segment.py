@@ -3,6 +3,8 @@ consumer and the channel, and exactly one terminal (reference section 1.1)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
@@ -96,10 +98,9 @@ def run_segment(
 
 
 def _record_failure(loop: RunLoop, exc: BaseException) -> None:
-    try:
+    # Fenced out: another process owns the run now and decides its fate.
+    with contextlib.suppress(ConflictError):
         loop.fail(exc)
-    except ConflictError:
-        pass  # fenced out: another process owns the run now and decides its fate
 
 
 def _report(
@@ -111,8 +112,6 @@ def _report(
         try:
             listener(error)
         except Exception:  # a failing listener must not fail the run either
-            import logging
-
             logging.getLogger("relayline.agent").exception("channel error listener failed")
 
 

@@ -30,16 +30,14 @@ class AgentSpec:
             raise ValueError("AgentSpec.max_steps must be at least 1.")
         if self.frontend_wait_timeout is not None and self.frontend_wait_timeout <= 0:
             raise ValueError("AgentSpec.frontend_wait_timeout must be positive or None.")
-        names = [t.name for t in (*self.tools, *self.frontend_tools)]
+        names = [t.name for t in self.tools] + [t.name for t in self.frontend_tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"AgentSpec declares tool names more than once: {duplicates}.")
-        for item in self.tools:
-            if not isinstance(item, Tool):
-                raise TypeError(f"AgentSpec.tools takes @tool functions, got {item!r}.")
-        for item in self.frontend_tools:
-            if not isinstance(item, FrontendTool):
-                raise TypeError(f"AgentSpec.frontend_tools takes FrontendTool, got {item!r}.")
+        if not all(isinstance(item, Tool) for item in self.tools):
+            raise TypeError("AgentSpec.tools takes @tool functions (Tool objects).")
+        if not all(isinstance(item, FrontendTool) for item in self.frontend_tools):
+            raise TypeError("AgentSpec.frontend_tools takes FrontendTool declarations.")
 
     def tool_map(self, extra: Sequence[FrontendTool] = ()) -> dict[str, AnyTool]:
         found: dict[str, AnyTool] = {t.name: t for t in self.frontend_tools}

@@ -74,7 +74,7 @@ class OpenAIProvider:
         for message in request.messages:
             messages.extend(_wire_messages(message))
         # extra_body goes between the defaults and the fixed keys: callers may tune
-        # sampling or drop usage reporting, but never switch off streaming.
+        # sampling or replace stream_options, but never switch off streaming.
         body: dict[str, Any] = {
             "stream_options": {"include_usage": True},
             **self._extra_body,

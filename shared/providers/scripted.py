@@ -100,7 +100,9 @@ class ScriptedProvider:
             call_id = call.get("id") or new_id("call")
             yield ToolCallDelta(index=index, id=call_id, name=call["name"])
             for start in range(0, len(arguments), self.chunk_size):
-                yield ToolCallDelta(index=index, arguments=arguments[start : start + self.chunk_size])
+                yield ToolCallDelta(
+                    index=index, arguments=arguments[start : start + self.chunk_size]
+                )
 
 
 def _positive_int(value: Any, name: str) -> int:

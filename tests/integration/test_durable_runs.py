@@ -23,15 +23,34 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def step(
-    database_url: str, thread: str, counts: Path, op: str, payload: Any = None, crash: int | None = None
+    database_url: str,
+    thread: str,
+    counts: Path,
+    op: str,
+    payload: Any = None,
+    crash: int | None = None,
 ) -> dict[str, Any]:
     """Run one operation in a fresh Python process, as another worker would."""
-    command = [sys.executable, "-m", "tests.support.step", database_url, thread, str(counts), op,
-               json.dumps(payload)]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.support.step",
+        database_url,
+        thread,
+        str(counts),
+        op,
+        json.dumps(payload),
+    ]
     if crash is not None:
         command += ["--crash-on-call", str(crash)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     if crash is not None:
         assert done.returncode == 17, done.stderr
         return {}
@@ -43,7 +62,9 @@ def step(
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     with store.engine.connect() as conn:
         return {
-            table: [tuple(row) for row in conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY 1"))]
+            table: [
+                tuple(row) for row in conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY 1"))
+            ]
             for table in ("threads", "messages", "runs")
         }
 
@@ -83,8 +104,13 @@ def test_partial_approvals_and_results_across_processes(database_url: str, tmp_p
     assert [a["id"] for a in second["interrupt"]["actions"]] == ["call_b", "call_c"]
     assert second["interrupt"]["interruptId"] > first["interrupt"]["interruptId"]
 
-    third = step(database_url, "t-2", tmp_path, "approve",
-                 {"call_b": "approve", "call_c": ["reject", "not that page"]})
+    third = step(
+        database_url,
+        "t-2",
+        tmp_path,
+        "approve",
+        {"call_b": "approve", "call_c": ["reject", "not that page"]},
+    )
     assert third["interrupt"]["eventName"] == "tool_results"
     assert [c["callId"] for c in third["interrupt"]["toolCalls"]] == ["call_a", "call_b"]
 
@@ -93,8 +119,13 @@ def test_partial_approvals_and_results_across_processes(database_url: str, tmp_p
     assert [c["callId"] for c in fourth["interrupt"]["toolCalls"]] == ["call_b"]
     assert count(tmp_path, "model") == 1  # a partial batch re-suspends without inference
 
-    last = step(database_url, "t-2", tmp_path, "results",
-                {"call_a": {"result": "Page A"}, "call_b": {"result": {"title": "B"}}})
+    last = step(
+        database_url,
+        "t-2",
+        tmp_path,
+        "results",
+        {"call_a": {"result": "Page A"}, "call_b": {"result": {"title": "B"}}},
+    )
     assert last["status"] == "completed"
     assert count(tmp_path, "model") == 2
 
@@ -154,7 +185,7 @@ def test_stale_submission_is_refused_and_writes_nothing(store: Store, tmp_path: 
     with pytest.raises(StaleRunError, match="expected execution attempt 1, current attempt is 2"):
         second.run()
     assert snapshot(store) == before
-    with pytest.raises(InputTranslationError, match="There is no persisted run to continue."):
+    with pytest.raises(InputTranslationError, match="There is no persisted run to continue"):
         Agent("t-5", spec, store).submit_tool_results({"call_t": {"result": "Two"}})
     assert count(tmp_path, "model") == 2
 

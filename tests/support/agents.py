@@ -82,11 +82,18 @@ BATCH_SCRIPT: dict[str, Any] = {
         {
             "match": "(?i)weather",
             "steps": [
-                {"tool_calls": [{"id": "call_w", "name": "weather", "arguments": {"city": "Oslo"}}]},
+                {
+                    "tool_calls": [
+                        {"id": "call_w", "name": "weather", "arguments": {"city": "Oslo"}}
+                    ]
+                },
                 {"text": "Weather: {{last_tool_result}}"},
             ],
         },
-        {"match": "", "steps": [{"reasoning": "Greeting.", "text": "Hello! {{last_user_message}}"}]},
+        {
+            "match": "",
+            "steps": [{"reasoning": "Greeting.", "text": "Hello! {{last_user_message}}"}],
+        },
     ],
 }
 

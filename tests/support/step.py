@@ -1,6 +1,6 @@
 """Run one operation on a thread in a fresh process and print the RunState as JSON.
 
-    python -m tests.support.step <database url> <thread> <counts dir> <op> [json] [--crash-on-call N]
+    python -m tests.support.step DATABASE THREAD COUNTS_DIR OP [JSON] [--crash-on-call N]
 
 ``op`` is ``turn`` (json: the text), ``approve`` / ``results`` (json: the native map),
 ``inputs-agui`` (json: an AG-UI payload) or ``recover``.
@@ -45,8 +45,18 @@ def main() -> int:
     else:
         raise SystemExit(f"unknown op {args.op}")
     interrupt = state.interrupt.to_json() if state.interrupt else None
-    print(json.dumps({"status": state.status, "interrupt": interrupt, "message": state.message,
-                      "attempt": state.attempt, "runId": state.run_id, "error": state.error}))
+    print(
+        json.dumps(
+            {
+                "status": state.status,
+                "interrupt": interrupt,
+                "message": state.message,
+                "attempt": state.attempt,
+                "runId": state.run_id,
+                "error": state.error,
+            }
+        )
+    )
     store.dispose()
     return 0
 
