@@ -214,3 +214,38 @@ def test_crash_after_backend_tool_is_retried_without_running_it_again(
             Agent("t-6", build_spec(tmp_path), store).recover(attempt=1)
     finally:
         store.dispose()
+
+
+def test_concurrent_continuations_one_wins_and_the_tool_runs_once(
+    store: Store, tmp_path: Path
+) -> None:
+    import threading
+
+    spec = build_spec(tmp_path)
+    Agent("t-7", spec, store).run("Delete the report")
+    staged = [
+        Agent("t-7", spec, Store(store.url, migrate=False)).submit_approval_decisions(
+            {"call_d": "approve"}
+        )
+        for _ in range(2)
+    ]
+    barrier = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def attempt(index: int) -> None:
+        barrier.wait()
+        try:
+            outcomes.append(staged[index].run().status)
+        except WorkflowError as exc:
+            outcomes.append(type(exc).__name__)
+
+    workers = [threading.Thread(target=attempt, args=(i,)) for i in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert sorted(map(str, outcomes))[1] == "suspended"
+    assert sorted(map(str, outcomes))[0] in ("ConflictError", "StaleRunError")
+    assert count(tmp_path, "tool.delete_file") == 1
+    for item in staged:
+        item.agent.store.dispose()
