@@ -36,6 +36,7 @@ from shared.providers.base import (
     TextDelta,
     ToolCallDelta,
     ToolSchema,
+    Usage,
 )
 from shared.tools import AnyTool, FrontendTool
 
@@ -135,6 +136,7 @@ class RunLoop:
         text: list[str] = []
         reasoning: list[str] = []
         pieces: dict[int, dict[str, Any]] = {}
+        meta: dict[str, Any] = {}
         for delta in self.spec.provider.stream(request):
             if isinstance(delta, TextDelta) and delta.text:
                 text.append(delta.text)
@@ -152,6 +154,8 @@ class RunLoop:
                     yield ToolArgumentChunk(
                         message_id, piece["name"] or "", piece["id"], delta.arguments
                     )
+            elif isinstance(delta, Usage):
+                meta["usage"] = {"input": delta.input_tokens, "output": delta.output_tokens}
         calls = [self._call(pieces[i]) for i in sorted(pieces)]
         self.last_text = "".join(text)
         assistant = Message(
@@ -160,6 +164,7 @@ class RunLoop:
             text=self.last_text,
             reasoning="".join(reasoning),
             tool_calls=tuple(ToolCallPart(c["id"], c["name"], c["inputs"]) for c in calls),
+            meta=meta,
         )
         checkpoint = {**self.record.checkpoint, "modelCalls": step, "batch": None}
         if calls:

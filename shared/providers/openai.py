@@ -26,6 +26,7 @@ from shared.providers.base import (
     ToolCallDelta,
     Usage,
 )
+from shared.settings import Settings
 
 _NAME = "OpenAI-compatible provider"
 _EXCERPT_CHARS = 300
@@ -60,6 +61,15 @@ class OpenAIProvider:
         self._owns_session = session is None
         self._session = session if session is not None else requests.Session()
         self._extra_body = dict(extra_body or {})
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OpenAIProvider:
+        """Configured by OPENAI_API_KEY, OPENAI_BASE_URL and RELAYLINE_MODEL."""
+        if not settings.model:
+            raise ValueError("Set RELAYLINE_MODEL to use the OpenAI-compatible provider.")
+        return cls(
+            settings.model, api_key=settings.openai_api_key, base_url=settings.openai_base_url
+        )
 
     def close(self) -> None:
         """Close the HTTP session if this provider created it."""

@@ -206,7 +206,7 @@ def test_admission_is_lazy_and_refusals_happen_before_output(
 def test_submission_errors(sqlite_store: Store, tmp_path: Path) -> None:
     spec = build_spec(tmp_path)
     agent = Agent("errors", spec, sqlite_store)
-    with pytest.raises(InputTranslationError, match="^There is no persisted run to continue.$"):
+    with pytest.raises(InputTranslationError, match=r"^There is no persisted run to continue\.$"):
         agent.submit_tool_results({"call_t": {"result": "x"}})
     agent.run("Delete it")  # suspends on approval of call_d
     with pytest.raises(InputTranslationError, match="'call_d' is awaiting approval, not execution"):
@@ -224,7 +224,7 @@ def test_submission_errors(sqlite_store: Store, tmp_path: Path) -> None:
         agent.submit_approval_decisions({"call_d": "approve"})
     assert count(tmp_path, "tool.delete_file") == 0
     agent.submit_tool_results({"call_t": {"error": "no page"}}).run()
-    with pytest.raises(InputTranslationError, match="^There is no persisted run to continue.$"):
+    with pytest.raises(InputTranslationError, match=r"^There is no persisted run to continue\.$"):
         agent.submit_tool_results({"call_t": {"result": "late"}})
     results = agent.history()[-2].tool_results
     assert "TOOL NOT EXECUTED" in results[0].content and "keep it" in results[0].content
@@ -265,7 +265,7 @@ def test_frontend_wait_deadline_settles_as_timeout(sqlite_store: Store, tmp_path
     agent = Agent("late", spec, sqlite_store)
     state = agent.run("What is the title?")
     assert state.interrupt is not None and state.interrupt.expires_at is not None
-    with pytest.raises(ExpiredError, match="Interrupt '1' has expired."):
+    with pytest.raises(ExpiredError, match=r"Interrupt '1' has expired\."):
         agent.submit_tool_results({"call_t": {"result": "late"}})
     state = agent.expire_wait().run()
     assert state.status == "completed"

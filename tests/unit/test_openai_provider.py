@@ -460,3 +460,33 @@ def test_error_object_inside_stream_raises_provider_error(
 def test_empty_model_is_rejected() -> None:
     with pytest.raises(ValueError, match="model name"):
         OpenAIProvider("  ")
+
+
+def test_agent_runs_on_the_provider_and_records_usage(
+    server: FakeOpenAI, make_provider: Any, tmp_path: Any
+) -> None:
+    from shared.agent import Agent, AgentSpec
+    from shared.persistence import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    agent = Agent("oa", AgentSpec(provider=make_provider()), store)
+    state = agent.run("Hi")
+    assert state.status == "completed"
+    stored = agent.history()[-1]
+    assert stored.text == state.message and stored.text
+    assert stored.meta["usage"]["input"] is not None
+    store.dispose()
+
+
+def test_http_error_fails_the_run_with_the_status(
+    server: FakeOpenAI, make_provider: Any, tmp_path: Any
+) -> None:
+    from shared.agent import Agent, AgentSpec
+    from shared.persistence import Store
+
+    server.reply = status(503, '{"error": {"message": "overloaded"}}')
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    state = Agent("oa", AgentSpec(provider=make_provider()), store).run("Hi")
+    assert state.status == "failed"
+    assert state.error is not None and "HTTP 503" in state.error and "overloaded" in state.error
+    store.dispose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -213,7 +214,9 @@ def test_error_step_raises_after_streaming_text() -> None:
         script(
             {
                 "match": "",
-                "steps": [{"text": "Partial", "error": "Model exploded", "tool_calls": [{"name": "t"}]}],
+                "steps": [
+                    {"text": "Partial", "error": "Model exploded", "tool_calls": [{"name": "t"}]}
+                ],
             }
         )
     )
@@ -270,11 +273,19 @@ def test_no_user_message_fails_clearly() -> None:
             "a tool call needs a name",
         ),
         (
-            {"rules": [{"match": "", "steps": [{"tool_calls": [{"name": "t", "arguments": [1]}]}]}]},
+            {
+                "rules": [
+                    {"match": "", "steps": [{"tool_calls": [{"name": "t", "arguments": [1]}]}]}
+                ]
+            },
             "tool call arguments must be an object",
         ),
         (
-            {"rules": [{"match": "", "steps": [{"tool_calls": [{"name": "t", "arguments": "{}"}]}]}]},
+            {
+                "rules": [
+                    {"match": "", "steps": [{"tool_calls": [{"name": "t", "arguments": "{}"}]}]}
+                ]
+            },
             "tool call arguments must be an object",
         ),
         ({"chunk_size": 0, "rules": [{"match": "", "steps": [{}]}]}, "'chunk_size' must be"),
@@ -283,7 +294,7 @@ def test_no_user_message_fails_clearly() -> None:
     ],
 )
 def test_script_validation(bad: Any, message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         ScriptedProvider(bad)
 
 
@@ -291,7 +302,10 @@ def test_from_file(tmp_path: Path) -> None:
     path = tmp_path / "script.json"
     path.write_text(
         json.dumps(
-            {"chunk_size": 2, "rules": [{"match": "", "steps": [{"text": "Hi {{last_user_message}}"}]}]}
+            {
+                "chunk_size": 2,
+                "rules": [{"match": "", "steps": [{"text": "Hi {{last_user_message}}"}]}],
+            }
         ),
         encoding="utf-8",
     )

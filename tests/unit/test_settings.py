@@ -1,0 +1,130 @@
+"""Settings.from_env with an explicit environment (DESIGN 8)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from shared.settings import Settings
+
+
+def test_defaults() -> None:
+    settings = Settings.from_env({})
+    assert settings == Settings()
+    assert settings.database_url == "sqlite:///relayline.db"
+    assert settings.redis_url is None
+    assert settings.broker_url is None
+    assert settings.agent == "shared.demo:build"
+    assert dict(settings.agents) == {}
+    assert settings.auth == "none"
+    assert settings.delivery == "relay"
+    assert settings.public_url == "http://127.0.0.1:8000"
+    assert settings.pusher_port is None
+    assert settings.relay_timeout == 300.0
+    assert settings.openai_base_url == "https://api.openai.com/v1"
+    assert settings.model is None
+
+
+def test_empty_values_count_as_unset() -> None:
+    settings = Settings.from_env({"RELAYLINE_AUTH": "", "DATABASE_URL": "", "REDIS_URL": ""})
+    assert settings.auth == "none"
+    assert settings.database_url == "sqlite:///relayline.db"
+    assert settings.redis_url is None
+
+
+def test_values_are_read() -> None:
+    env = {
+        "DATABASE_URL": "postgresql+psycopg://u:p@db/relayline",
+        "REDIS_URL": "redis://cache:6379/0",
+        "CELERY_BROKER_URL": "redis://broker:6379/1",
+        "RELAYLINE_AGENT": "myapp.agents:build",
+        "RELAYLINE_AUTH": "token",
+        "SECRET_KEY": "s3cret",
+        "RELAYLINE_DELIVERY": "pusher",
+        "RELAYLINE_PUBLIC_URL": "https://chat.example.com/",
+        "PUSHER_APP_ID": "app",
+        "PUSHER_KEY": "key",
+        "PUSHER_SECRET": "secret",
+        "PUSHER_HOST": "soketi",
+        "PUSHER_PORT": "6001",
+        "PUSHER_ENCRYPTION_MASTER_KEY_BASE64": "bWFzdGVy",
+        "MERCURE_HUB_URL": "http://hub/.well-known/mercure",
+        "MERCURE_PUBLISHER_JWT_KEY": "pub",
+        "MERCURE_SUBSCRIBER_JWT_KEY": "sub",
+        "RELAYLINE_RELAY_TIMEOUT": "12.5",
+        "OPENAI_API_KEY": "sk-x",
+        "OPENAI_BASE_URL": "http://localhost:11434/v1",
+        "RELAYLINE_MODEL": "llama3",
+    }
+    settings = Settings.from_env(env)
+    assert settings.database_url == "postgresql+psycopg://u:p@db/relayline"
+    assert settings.redis_url == "redis://cache:6379/0"
+    assert settings.celery_broker_url == "redis://broker:6379/1"
+    assert settings.broker_url == "redis://broker:6379/1"
+    assert settings.agent == "myapp.agents:build"
+    assert settings.auth == "token"
+    assert settings.secret_key == "s3cret"
+    assert settings.delivery == "pusher"
+    assert settings.public_url == "https://chat.example.com"
+    assert (settings.pusher_app_id, settings.pusher_key, settings.pusher_secret) == (
+        "app",
+        "key",
+        "secret",
+    )
+    assert settings.pusher_host == "soketi"
+    assert settings.pusher_port == 6001
+    assert settings.pusher_encryption_master_key_base64 == "bWFzdGVy"
+    assert settings.mercure_hub_url == "http://hub/.well-known/mercure"
+    assert settings.mercure_publisher_jwt_key == "pub"
+    assert settings.mercure_subscriber_jwt_key == "sub"
+    assert settings.relay_timeout == 12.5
+    assert settings.openai_api_key == "sk-x"
+    assert settings.openai_base_url == "http://localhost:11434/v1"
+    assert settings.model == "llama3"
+
+
+@pytest.mark.parametrize("delivery", ["relay", "pusher", "mercure"])
+def test_every_delivery_is_accepted(delivery: str) -> None:
+    assert Settings.from_env({"RELAYLINE_DELIVERY": delivery}).delivery == delivery
+
+
+def test_invalid_auth_is_rejected() -> None:
+    with pytest.raises(ValueError) as caught:
+        Settings.from_env({"RELAYLINE_AUTH": "basic"})
+    assert str(caught.value) == "RELAYLINE_AUTH must be one of ('none', 'token'), got 'basic'."
+
+
+def test_invalid_delivery_is_rejected() -> None:
+    with pytest.raises(ValueError) as caught:
+        Settings.from_env({"RELAYLINE_DELIVERY": "websocket"})
+    assert str(caught.value) == (
+        "RELAYLINE_DELIVERY must be one of ('relay', 'pusher', 'mercure'), got 'websocket'."
+    )
+
+
+def test_agents_are_parsed() -> None:
+    env = {"RELAYLINE_AGENTS": " support = myapp.agents:support ,sales=myapp.sales:build,, "}
+    assert dict(Settings.from_env(env).agents) == {
+        "support": "myapp.agents:support",
+        "sales": "myapp.sales:build",
+    }
+
+
+@pytest.mark.parametrize("entry", ["support", "=myapp:build", " =myapp:build", "support=myapp"])
+def test_invalid_agents_are_rejected(entry: str) -> None:
+    message = f"RELAYLINE_AGENTS entries look like id=module:factory, got {entry.strip()!r}."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Settings.from_env({"RELAYLINE_AGENTS": f"ok=a:b,{entry}"})
+
+
+def test_broker_url_falls_back_to_redis_url() -> None:
+    settings = Settings.from_env({"REDIS_URL": "redis://cache:6379/0"})
+    assert settings.celery_broker_url is None
+    assert settings.broker_url == "redis://cache:6379/0"
+
+
+def test_settings_are_frozen() -> None:
+    settings = Settings.from_env({})
+    with pytest.raises(AttributeError):
+        settings.auth = "token"  # type: ignore[misc]
