@@ -53,8 +53,8 @@ class Settings:
         delivery = get("RELAYLINE_DELIVERY") or "relay"
         if delivery not in DELIVERIES:
             raise ValueError(f"RELAYLINE_DELIVERY must be one of {DELIVERIES}, got {delivery!r}.")
-        port = get("PUSHER_PORT")
-        timeout = get("RELAYLINE_RELAY_TIMEOUT")
+        port = _number(get("PUSHER_PORT"), "PUSHER_PORT", int)
+        timeout = _number(get("RELAYLINE_RELAY_TIMEOUT"), "RELAYLINE_RELAY_TIMEOUT", float)
         return cls(
             database_url=get("DATABASE_URL") or cls.database_url,
             redis_url=get("REDIS_URL"),
@@ -69,25 +69,40 @@ class Settings:
             pusher_key=get("PUSHER_KEY"),
             pusher_secret=get("PUSHER_SECRET"),
             pusher_host=get("PUSHER_HOST"),
-            pusher_port=int(port) if port else None,
+            pusher_port=int(port) if port is not None else None,
             pusher_encryption_master_key_base64=get("PUSHER_ENCRYPTION_MASTER_KEY_BASE64"),
             mercure_hub_url=get("MERCURE_HUB_URL"),
             mercure_publisher_jwt_key=get("MERCURE_PUBLISHER_JWT_KEY"),
             mercure_subscriber_jwt_key=get("MERCURE_SUBSCRIBER_JWT_KEY"),
-            relay_timeout=float(timeout) if timeout else cls.relay_timeout,
+            relay_timeout=float(timeout) if timeout is not None else cls.relay_timeout,
             openai_api_key=get("OPENAI_API_KEY"),
             openai_base_url=get("OPENAI_BASE_URL") or cls.openai_base_url,
             model=get("RELAYLINE_MODEL"),
         )
 
 
+def _number(value: str | None, name: str, kind: type[int] | type[float]) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = kind(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a {kind.__name__}, got {value!r}.") from None
+    if number <= 0:
+        raise ValueError(f"{name} must be positive, got {value!r}.")
+    return number
+
+
 def _parse_agents(value: str) -> dict[str, str]:
     agents: dict[str, str] = {}
     for entry in filter(None, (part.strip() for part in value.split(","))):
-        name, sep, target = entry.partition("=")
-        if not sep or not name.strip() or ":" not in target:
+        name, sep, target = (part.strip() for part in entry.partition("="))
+        module, colon, factory = target.partition(":")
+        if not sep or not name or not colon or not module.strip() or not factory.strip():
             raise ValueError(
                 f"RELAYLINE_AGENTS entries look like id=module:factory, got {entry!r}."
             )
-        agents[name.strip()] = target.strip()
+        if name in agents:
+            raise ValueError(f"RELAYLINE_AGENTS names agent {name!r} more than once.")
+        agents[name] = target
     return agents

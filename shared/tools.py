@@ -23,7 +23,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 
 def _check_name(name: str) -> None:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(
             f"Invalid tool name {name!r}: use letters, digits, '_', '.', '-' (at most 64)."
         )
@@ -132,10 +132,13 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     params: dict[str, str] = {}
     section = "summary"
     current: str | None = None
-    for line in (raw.strip() for raw in doc.splitlines()):
+    param_indent: int | None = None
+    for raw in doc.splitlines():
+        line = raw.strip()
+        indent = len(raw) - len(raw.lstrip())
         heading = line[:-1].lower() if line.endswith(":") else ""
         if heading in ("args", "arguments", "parameters"):
-            section, current = "args", None
+            section, current, param_indent = "args", None, None
         elif heading in ("returns", "raises", "yields", "example", "examples"):
             section = "other"
         elif section == "summary":
@@ -145,7 +148,9 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
                 section = "body"
         elif section == "args" and line:
             entry = _ARG_LINE.match(line)
-            if entry:
+            # A deeper-indented line continues the current parameter, colon or not.
+            if entry and (param_indent is None or indent <= param_indent):
+                param_indent = indent
                 current = entry.group(1)
                 params[current] = entry.group(2)
             elif current:
@@ -196,8 +201,11 @@ def type_schema(hint: Any) -> JSONSchema:
         non_null = [a for a in args if a is not type(None)]
         if len(non_null) == 1:
             inner = type_schema(non_null[0])
-            if len(non_null) < len(args) and "type" in inner:
-                inner["type"] = [inner["type"], "null"]
+            if len(non_null) < len(args):
+                if "type" in inner:
+                    inner["type"] = [inner["type"], "null"]
+                if "enum" in inner:
+                    inner["enum"] = [*inner["enum"], None]
             return inner
         return {"anyOf": [type_schema(a) for a in args]}
     if origin is Literal:

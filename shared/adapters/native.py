@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from shared.adapters.base import StreamAdapter
-from shared.chunks import ReasoningChunk, TextChunk, ToolArgumentChunk, ToolCallChunk
+from shared.chunks import (
+    ReasoningChunk,
+    TextChunk,
+    ToolArgumentChunk,
+    ToolCallChunk,
+    ToolResultChunk,
+)
 from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
 from shared.interrupts import InterruptRequest
 
@@ -14,6 +20,7 @@ _CHUNK_TYPES: dict[type, str] = {
     ReasoningChunk: "reasoning",
     ToolArgumentChunk: "tool-argument",
     ToolCallChunk: "tool-call",
+    ToolResultChunk: "tool-result",
 }
 
 
@@ -22,7 +29,7 @@ class NativeAdapter(StreamAdapter):
         return {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
     def on_chunk(self, chunk: Any) -> list[ProtocolEvent]:
-        kind = _CHUNK_TYPES.get(type(chunk), "tool-result")
+        kind = next(_CHUNK_TYPES[c] for c in type(chunk).__mro__ if c in _CHUNK_TYPES)
         return [ProtocolEvent(kind, chunk.to_json())]
 
     def on_portable(self, event: StreamEvent) -> list[ProtocolEvent] | None:

@@ -145,12 +145,20 @@ def _last_user_index(messages: tuple[Message, ...]) -> int | None:
     return None
 
 
+_TEMPLATE = re.compile(r"\{\{(last_user_message|last_tool_result|tool_results)\}\}")
+
+
 def _render(template: str, messages: tuple[Message, ...], user_text: str) -> str:
-    last_tool = next((m for m in reversed(messages) if m.role == "tool"), None)
+    """Fill the templates in one pass (inserted text is never expanded again); tool
+    results count only after the last user message."""
+    start = _last_user_index(messages) or 0
+    last_tool = next((m for m in reversed(messages[start:]) if m.role == "tool"), None)
     results = {r.call_id: r.content for r in last_tool.tool_results} if last_tool else {}
-    last_result = last_tool.tool_results[-1].content if last_tool and last_tool.tool_results else ""
-    return (
-        template.replace("{{last_user_message}}", user_text)
-        .replace("{{last_tool_result}}", last_result)
-        .replace("{{tool_results}}", dumps(results))
-    )
+    values = {
+        "last_user_message": user_text,
+        "last_tool_result": last_tool.tool_results[-1].content
+        if last_tool and last_tool.tool_results
+        else "",
+        "tool_results": dumps(results),
+    }
+    return _TEMPLATE.sub(lambda match: values[match.group(1)], template)

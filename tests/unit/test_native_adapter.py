@@ -69,7 +69,7 @@ def test_chunk_payload_shapes() -> None:
 
 
 def test_tool_call_and_result_carry_the_tool_json() -> None:
-    expected_call = {
+    expected_call: dict[str, Any] = {
         "callId": "call_7",
         "name": "read_title",
         "description": None,
@@ -295,3 +295,13 @@ def test_nothing_is_emitted_after_a_terminal(first: str) -> None:
     assert adapter.start() == []
     for second in TERMINALS.values():
         assert second(adapter) == []
+
+
+def test_chunk_subclass_keeps_its_base_event_type() -> None:
+    from shared.chunks import TextChunk
+
+    class LoudText(TextChunk):
+        pass
+
+    events = NativeAdapter().transform(LoudText("m1", "HI"))
+    assert [e.type for e in events] == ["text"]

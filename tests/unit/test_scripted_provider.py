@@ -43,8 +43,8 @@ def play(provider: ScriptedProvider, *messages: Message) -> list[ModelDelta]:
     return list(provider.stream(request(*messages)))
 
 
-def text_of(deltas: list[ModelDelta], kind: type = TextDelta) -> str:
-    return "".join(d.text for d in deltas if isinstance(d, kind))  # type: ignore[attr-defined]
+def text_of(deltas: list[ModelDelta], kind: type[TextDelta | ReasoningDelta] = TextDelta) -> str:
+    return "".join(d.text for d in deltas if isinstance(d, kind))
 
 
 def script(*rules: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -337,3 +337,21 @@ def test_delays_are_accepted() -> None:
         script({"match": "", "steps": [{"text": "abcdef", "delay_ms": 1, "chunk_delay_ms": 1}]})
     )
     assert text_of(play(provider, user("x"))) == "abcdef"
+
+
+def test_templates_fill_in_one_pass_and_results_belong_to_this_turn() -> None:
+    provider = ScriptedProvider(
+        {
+            "rules": [
+                {"match": "", "steps": [{"text": "[{{last_user_message}}|{{last_tool_result}}]"}]}
+            ]
+        }
+    )
+    earlier = (
+        user("first"),
+        Message(id="a", role="assistant", tool_calls=(ToolCallPart("c1", "f", {}),)),
+        Message(id="r", role="tool", tool_results=(ToolResultPart("c1", "f", "old result"),)),
+        Message(id="a2", role="assistant", text="ok"),
+    )
+    deltas = list(provider.stream(request(*earlier, user("say {{tool_results}}"))))
+    assert "".join(d.text for d in deltas if isinstance(d, TextDelta)) == "[say {{tool_results}}|]"

@@ -128,3 +128,15 @@ def test_settings_are_frozen() -> None:
     settings = Settings.from_env({})
     with pytest.raises(AttributeError):
         settings.auth = "token"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("value", ["a=:", "a=mod:", "a=:factory", "a=mod:f,a=other:g"])
+def test_malformed_or_repeated_agents_are_rejected(value: str) -> None:
+    with pytest.raises(ValueError, match="RELAYLINE_AGENTS"):
+        Settings.from_env({"RELAYLINE_AGENTS": value})
+
+
+@pytest.mark.parametrize("name", ["PUSHER_PORT", "RELAYLINE_RELAY_TIMEOUT"])
+def test_non_numeric_values_name_the_variable(name: str) -> None:
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        Settings.from_env({name: "abc"})

@@ -256,3 +256,33 @@ def test_redacted_inputs_masks_listed_keys_only() -> None:
     }
     assert inputs["token"] == "secret"
     assert redacted_inputs(inputs, ()) == inputs
+
+
+def test_name_with_trailing_newline_is_rejected() -> None:
+    with pytest.raises(ValueError, match="Invalid tool name"):
+        FrontendTool("abc\n")
+
+
+def test_optional_literal_admits_null_in_enum() -> None:
+    assert type_schema(Optional[Literal["a", "b"]]) == {  # noqa: UP045
+        "enum": ["a", "b", None],
+        "type": ["string", "null"],
+    }
+
+
+def test_docstring_continuation_line_with_a_colon_stays_with_its_parameter() -> None:
+    @tool
+    def fetch(url: str, retries: int = 1) -> str:
+        """Fetch a page.
+
+        Args:
+            url: The page to fetch,
+                default: the home page.
+            retries: How often to retry.
+        """
+        return url
+
+    props = fetch.input_schema["properties"]
+    assert props["url"]["description"] == "The page to fetch, default: the home page."
+    assert props["retries"]["description"] == "How often to retry."
+    assert "default" not in props
