@@ -39,3 +39,24 @@ def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     built = Store(f"sqlite:///{tmp_path_factory.mktemp('db') / 'unit.db'}")
     yield built
     built.dispose()
+
+
+@pytest.fixture(scope="session")
+def redis_base_url() -> Iterator[str]:
+    from tests.support.redis_server import redis_server
+
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture
+def redis_url(redis_base_url: str, worker_db: int = 9) -> Iterator[str]:
+    """A Redis URL on database 9, flushed before and after the test."""
+    import redis
+
+    url = f"{redis_base_url}/{worker_db}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()

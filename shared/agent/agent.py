@@ -241,7 +241,7 @@ class Agent:
         return Continuation(self, record.run_id, record.attempt, answers)
 
     def _admit_continuation(
-        self, run_id: str, attempt: int, answers: dict[str, Any] | None
+        self, run_id: str, attempt: int, answers: dict[str, Any] | None, stop_after: bool
     ) -> tuple[RunLoop, bool]:
         record = self.inspect()
         _check_fence(record, run_id, attempt)
@@ -260,7 +260,16 @@ class Agent:
             return loop, False  # an identical repeat: accepted, nothing to do
         key = "decisions" if isinstance(request, ApprovalRequest) else "results"
         accepted = {**record.accepted, key: {**record.accepted.get(key, {}), **new}}
-        loop.write(status="running", attempt=record.attempt + 1, interrupt=None, accepted=accepted)
+        checkpoint = record.checkpoint
+        if stop_after and isinstance(request, ToolResultsRequest):
+            checkpoint = {**checkpoint, "stopAfterBatch": True}
+        loop.write(
+            status="running",
+            attempt=record.attempt + 1,
+            interrupt=None,
+            accepted=accepted,
+            checkpoint=checkpoint,
+        )
         return loop, True
 
 
@@ -275,10 +284,19 @@ class Continuation:
         self.run_id = run_id
         self.attempt = attempt
         self.answers = answers
+        self.stop_after = False
+
+    def stop_after_tool_call(self, enabled: bool = True) -> Continuation:
+        """Record the results and complete the turn without another model call once the
+        batch is settled (AG-UI ``forwardedProps.stopAfterToolCall``)."""
+        self.stop_after = enabled
+        return self
 
     def events(self) -> Segment:
         return self.agent._segment(
-            lambda: self.agent._admit_continuation(self.run_id, self.attempt, self.answers)
+            lambda: self.agent._admit_continuation(
+                self.run_id, self.attempt, self.answers, self.stop_after
+            )
         )
 
     def run(self) -> RunState:

@@ -111,6 +111,14 @@ class RunLoop:
                 yield from self._settle()
                 if self.record.status == "suspended":
                     return self.record
+                if self.record.checkpoint.get("stopAfterBatch"):
+                    checkpoint = {**self.record.checkpoint, "stopAfterBatch": False}
+                    return self.write(
+                        status="completed",
+                        checkpoint=checkpoint,
+                        interrupt=None,
+                        lease_expires_at=None,
+                    )
                 continue
             calls = self.record.checkpoint.get("modelCalls", 0)
             if calls >= self.spec.max_steps:

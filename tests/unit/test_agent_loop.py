@@ -348,3 +348,19 @@ def test_client_declared_frontend_tools_survive_into_a_fresh_agent(sqlite_store:
     # The continuation's agent knows nothing of the catalog: the run remembers it.
     state = Agent("dyn", spec, sqlite_store).submit_tool_results({"c1": {"result": "red"}}).run()
     assert state.message == "Picked red"
+
+
+def test_stop_after_tool_call_records_results_without_another_model_call(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    spec = build_spec(tmp_path)
+    agent = Agent("stop", spec, sqlite_store)
+    agent.run("What is the title?")
+    state = agent.submit_tool_results({"call_t": {"result": "T"}}).stop_after_tool_call().run()
+    assert state.status == "completed"
+    assert count(tmp_path, "model") == 1
+    assert [m.role for m in agent.history()] == ["user", "assistant", "tool"]
+    assert agent.history()[-1].tool_results[0].content == "T"
+    # The next turn runs normally.
+    assert agent.run("hello").status == "completed"
+    assert count(tmp_path, "model") == 2
