@@ -50,11 +50,11 @@ def redis_base_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def redis_url(redis_base_url: str, worker_db: int = 9) -> Iterator[str]:
+def redis_url(redis_base_url: str) -> Iterator[str]:
     """A Redis URL on database 9, flushed before and after the test."""
     import redis
 
-    url = f"{redis_base_url}/{worker_db}"
+    url = f"{redis_base_url}/9"
     client = redis.Redis.from_url(url)
     client.flushdb()
     yield url
