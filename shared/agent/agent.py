@@ -45,6 +45,7 @@ class Agent:
         *,
         owner: str = "anonymous",
         lease_seconds: float = 600.0,
+        executor: str | None = None,
     ) -> None:
         if not isinstance(thread_id, str) or not THREAD_ID.match(thread_id):
             raise InputTranslationError(
@@ -56,6 +57,9 @@ class Agent:
         self.store = store
         self.owner = owner
         self.lease_seconds = lease_seconds
+        #: who executes (a Celery task id): a redelivery of the same task may take over
+        #: its own lost run at once instead of waiting for the lease to expire
+        self.executor = executor
         self._adapter_factory: AdapterFactory | None = None
         self._channel_factory: ChannelFactory | None = None
         self.on_channel_error: Callable[[BaseException], None] | None = None
@@ -109,7 +113,10 @@ class Agent:
                 first_messages=[user],
                 lease_expires_at=self._lease(),
             )
-            return self._loop(record), True
+            loop = self._loop(record)
+            if self.executor is not None:
+                loop.write(checkpoint={"executor": self.executor})
+            return loop, True
 
         return self._segment(admit)
 
@@ -160,7 +167,8 @@ class Agent:
             )
         _check_fence(record, run_id or record.run_id, attempt or record.attempt)
         lease = record.lease_expires_at
-        if attempt is None and lease is not None and lease > datetime.now(UTC):
+        mine = self.executor is not None and record.checkpoint.get("executor") == self.executor
+        if attempt is None and not mine and lease is not None and lease > datetime.now(UTC):
             raise WorkflowError(
                 f"Run '{record.run_id}' holds a live lease until {lease.isoformat()}.", "executing"
             )
@@ -186,6 +194,11 @@ class Agent:
             state = self.state()
             assert state is not None  # a failed segment always follows an admitted run
             return state
+
+    def _stamped(self, record: RunRecord) -> dict[str, Any]:
+        if self.executor is None:
+            return record.checkpoint
+        return {**record.checkpoint, "executor": self.executor}
 
     def _checked_frontend_tools(self, tools: Sequence[FrontendTool]) -> list[dict[str, Any]]:
         backend = {t.name for t in self.spec.tools}
@@ -248,7 +261,7 @@ class Agent:
         assert record is not None  # _check_fence refuses a missing run
         loop = self._loop(record)
         if answers is None:  # recovery of a running run
-            loop.write(attempt=record.attempt + 1)
+            loop.write(attempt=record.attempt + 1, checkpoint=self._stamped(record))
             return loop, True
         request = request_from_record(record)
         if request is None:
@@ -260,7 +273,7 @@ class Agent:
             return loop, False  # an identical repeat: accepted, nothing to do
         key = "decisions" if isinstance(request, ApprovalRequest) else "results"
         accepted = {**record.accepted, key: {**record.accepted.get(key, {}), **new}}
-        checkpoint = record.checkpoint
+        checkpoint = self._stamped(record)
         if stop_after and isinstance(request, ToolResultsRequest):
             checkpoint = {**checkpoint, "stopAfterBatch": True}
         loop.write(

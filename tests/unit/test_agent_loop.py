@@ -364,3 +364,25 @@ def test_stop_after_tool_call_records_results_without_another_model_call(
     # The next turn runs normally.
     assert agent.run("hello").status == "completed"
     assert count(tmp_path, "model") == 2
+
+
+def test_recover_needs_an_expired_lease_unless_the_same_executor_retries(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    spec = build_spec(tmp_path)
+    lost = Agent("lost", spec, sqlite_store, executor="task-1")
+    events = lost.stream("Weather please")
+    for item in events:  # run until the backend tool's result is checkpointed
+        if isinstance(item, ToolResultChunk):
+            break
+    record = lost.inspect()
+    assert record is not None and record.status == "running"
+    assert record.checkpoint["executor"] == "task-1"
+    with pytest.raises(WorkflowError, match="holds a live lease"):
+        Agent("lost", spec, sqlite_store, executor="task-2").recover()
+    state = Agent("lost", spec, sqlite_store, executor="task-1").recover().run()
+    assert state.status == "completed" and state.attempt == 2
+    assert count(tmp_path, "tool.weather") == 1
+    events.close()  # the abandoned generator is fenced out: it writes nothing
+    final = Agent("lost", spec, sqlite_store).inspect()
+    assert final is not None and final.status == "completed"
