@@ -96,6 +96,9 @@ class ToolCallChunk:
 
 @dataclasses.dataclass(frozen=True)
 class ToolResultChunk:
+    """A settled call. ``message_id`` is the stored assistant message holding the call
+    (adapters use it as the parent); the native payload keeps ``messageId: null``."""
+
     tool: ToolCallInfo
     message_id: str | None = None
 

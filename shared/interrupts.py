@@ -27,6 +27,8 @@ class PendingCall:
     inputs: dict[str, Any]
     description: str | None = None
     deferred: bool = True
+    #: the stored assistant message holding the call (not part of the public JSON)
+    parent_message_id: str | None = None
 
     def tool_call_json(self, approval: str | None = None) -> dict[str, Any]:
         """The ToolCall JSON of reference section 5.1."""

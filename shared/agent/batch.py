@@ -44,13 +44,14 @@ def rejection_text(name: str, reason: str | None) -> str:
     return text + " Do not retry this call unless the user asks for it."
 
 
-def _pending(call: Call) -> PendingCall:
+def _pending(call: Call, batch: dict[str, Any]) -> PendingCall:
     return PendingCall(
         id=call["id"],
         name=call["name"],
         inputs=redacted_inputs(call["inputs"], call.get("redact", ())),
         description=call.get("description"),
         deferred=call["deferred"],
+        parent_message_id=batch["messageId"],
     )
 
 
@@ -86,7 +87,7 @@ def approval_request(
 ) -> ApprovalRequest:
     gated = {c["id"] for c in batch["calls"] if c["approval"]}
     decided = {k: v for k, v in decisions_of(accepted).items() if k in gated}
-    actions = tuple(_pending(c) for c in undecided(batch, accepted))
+    actions = tuple(_pending(c, batch) for c in undecided(batch, accepted))
     names = ", ".join(a.name for a in actions)
     return ApprovalRequest(
         interrupt_id=interrupt_id,
@@ -105,7 +106,7 @@ def results_request(
     deferred = {c["id"] for c in batch["calls"] if c["deferred"]}
     return ToolResultsRequest(
         interrupt_id=interrupt_id,
-        tool_calls=tuple(_pending(c) for c in pending_frontend(batch, accepted)),
+        tool_calls=tuple(_pending(c, batch) for c in pending_frontend(batch, accepted)),
         accepted={k: v for k, v in results_of(accepted).items() if k in deferred},
         expires_at=expires_at,
     )

@@ -231,7 +231,7 @@ class RunLoop:
         for call in batch["calls"]:
             if call["deferred"] or batches.is_rejected(call, settled):
                 info = batches.call_info(call, settled, with_result=True)
-                yield ToolResultChunk(info)
+                yield ToolResultChunk(info, batch["messageId"])
 
     def _execute(self, call: dict[str, Any]) -> Generator[Item, None, None]:
         tool = self.tools.get(call["name"])
@@ -252,7 +252,8 @@ class RunLoop:
         self.write(accepted={**accepted, "results": results})  # the checkpoint
         outcome = "error" if "error" in entry else "ok"
         yield Activity(activity, "tool", {**status, "status": outcome, "durationMs": elapsed})
-        yield ToolResultChunk(batches.call_info(call, self.record.accepted, with_result=True))
+        info = batches.call_info(call, self.record.accepted, with_result=True)
+        yield ToolResultChunk(info, self.record.checkpoint["batch"]["messageId"])
 
     def _settle_timeouts(self, batch: dict[str, Any]) -> None:
         accepted = self.record.accepted
