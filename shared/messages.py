@@ -43,11 +43,17 @@ class ToolResultPart:
     name: str
     content: str
     is_error: bool = False
+    #: a person rejected the call: ``content`` is the instruction the model reads
+    rejected: bool = False
+    reject_reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"callId": self.call_id, "name": self.name, "content": self.content}
         if self.is_error:
             data["isError"] = True
+        if self.rejected:
+            data["rejected"] = True
+            data["rejectReason"] = self.reject_reason
         return data
 
     @classmethod
@@ -57,6 +63,8 @@ class ToolResultPart:
             name=data["name"],
             content=data["content"],
             is_error=bool(data.get("isError", False)),
+            rejected=bool(data.get("rejected", False)),
+            reject_reason=data.get("rejectReason"),
         )
 
 

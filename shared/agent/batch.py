@@ -153,8 +153,9 @@ def tool_message(batch: dict[str, Any], accepted: dict[str, Any]) -> Message:
     for call in batch["calls"]:
         rejected, reason = rejection(decisions_of(accepted).get(call["id"]))
         if rejected:
+            text = rejection_text(call["name"], reason)
             parts.append(
-                ToolResultPart(call["id"], call["name"], rejection_text(call["name"], reason))
+                ToolResultPart(call["id"], call["name"], text, rejected=True, reject_reason=reason)
             )
             continue
         text, is_error = settled_text(results[call["id"]])
