@@ -7,6 +7,8 @@ processes: ``<dir>/model`` gets a line per model call, ``<dir>/tool.<name>`` per
 from __future__ import annotations
 
 import os
+import signal
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,17 +20,29 @@ from shared.providers.base import ModelDelta, ModelRequest
 
 class CountingProvider:
     """The scripted provider, counting calls in a file. ``crash_on_call`` kills the process
-    (fault injection) when that call number starts: the run's last checkpoint stays."""
+    (fault injection) when that call number starts: the run's last checkpoint stays.
+    With ``sigkill`` the process dies by SIGKILL, once (a marker file remembers it)."""
 
-    def __init__(self, script: dict[str, Any], counts: Path, crash_on_call: int | None = None):
+    def __init__(
+        self,
+        script: dict[str, Any],
+        counts: Path,
+        crash_on_call: int | None = None,
+        sigkill: bool = False,
+    ):
         self.inner = ScriptedProvider(script)
         self.counts = counts
         self.crash_on_call = crash_on_call
+        self.sigkill = sigkill
 
     def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
         calls = count(self.counts, "model") + 1
         if self.crash_on_call == calls:
-            os._exit(17)
+            if not self.sigkill:
+                os._exit(17)
+            if count(self.counts, "killed") == 0:
+                bump(self.counts, "killed")
+                os.kill(os.getpid(), signal.SIGKILL)
         bump(self.counts, "model")
         yield from self.inner.stream(request)
 
@@ -99,7 +113,10 @@ BATCH_SCRIPT: dict[str, Any] = {
 
 
 def build_spec(
-    counts: Path, crash_on_call: int | None = None, frontend_wait_timeout: float | None = None
+    counts: Path,
+    crash_on_call: int | None = None,
+    frontend_wait_timeout: float | None = None,
+    sigkill: bool = False,
 ) -> AgentSpec:
     @tool(requires_approval=True)
     def delete_file(path: str) -> str:
@@ -122,7 +139,7 @@ def build_spec(
         return f"sunny in {city}"
 
     return AgentSpec(
-        provider=CountingProvider(BATCH_SCRIPT, counts, crash_on_call),
+        provider=CountingProvider(BATCH_SCRIPT, counts, crash_on_call, sigkill),
         tools=[delete_file, weather],
         frontend_tools=[
             FrontendTool("read_title", "Read the page title"),
@@ -135,4 +152,15 @@ def build_spec(
         ],
         system_prompt="Test agent.",
         frontend_wait_timeout=frontend_wait_timeout,
+    )
+
+
+def env_spec() -> AgentSpec:
+    """The test agent for worker processes: counts go to $RELAYLINE_TEST_COUNTS."""
+    crash = os.environ.get("RELAYLINE_TEST_SIGKILL_ON_CALL")
+    return build_spec(
+        # The web process only stages inputs (it never runs the model or tools).
+        Path(os.environ.get("RELAYLINE_TEST_COUNTS", tempfile.gettempdir())),
+        crash_on_call=int(crash) if crash else None,
+        sigkill=True,
     )

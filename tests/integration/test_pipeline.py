@@ -1,0 +1,214 @@
+"""The whole pipeline: the web app relaying real Celery workers through real Redis, on
+SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from shared.persistence import Store
+from tests.support.agents import count
+from tests.support.postgres import fresh_database
+from tests.support.stack import WebServer, Worker, running_stack, stack_env
+
+pytestmark = pytest.mark.integration
+
+
+class Stack:
+    def __init__(self, web: WebServer, workers: list[Worker], counts: Path, database_url: str):
+        self.web = web
+        self.workers = workers
+        self.counts = counts
+        self.database_url = database_url
+
+    def post(self, path: str, body: Any, **options: Any) -> requests.Response:
+        return requests.post(self.web.url + path, json=body, timeout=60, **options)
+
+    def sse(self, path: str, body: Any) -> list[dict[str, Any]]:
+        """POST and read the SSE response to its end: the events as JSON objects."""
+        response = self.post(path, body, stream=True)
+        assert response.status_code == 200, response.text
+        assert response.headers["Cache-Control"] == "no-cache"
+        assert response.headers["X-Accel-Buffering"] == "no"
+        events = []
+        for line in response.iter_lines(decode_unicode=True):
+            if line and line.startswith("data: "):
+                events.append(json.loads(line[len("data: ") :]))
+        return events
+
+    def get(self, path: str) -> requests.Response:
+        return requests.get(self.web.url + path, timeout=30)
+
+    def wait_for_run(self, thread: str, status: str, timeout: float = 30.0) -> dict[str, Any]:
+        """Poll the thread until its run reaches ``status`` (bounded by ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run: dict[str, Any] = self.get(f"/api/threads/{thread}").json()["run"]
+            if run["status"] == status or time.monotonic() > deadline:
+                return run
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def stack(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    redis_base_url: str,
+) -> Iterator[Stack]:
+    counts = tmp_path_factory.mktemp("counts")
+    if request.param == "sqlite":
+        database_urls: Iterator[str] = iter([f"sqlite:///{counts / 'db.sqlite'}"])
+        yield from _stack(database_urls, counts, redis_base_url)
+    else:
+        admin = request.getfixturevalue("postgres_admin_url")
+        with fresh_database(admin) as url:
+            yield from _stack(iter([url]), counts, redis_base_url)
+
+
+def _stack(database_urls: Iterator[str], counts: Path, redis_base_url: str) -> Iterator[Stack]:
+    import redis
+
+    database_url = next(database_urls)
+    redis_url = f"{redis_base_url}/10"
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushdb()
+    Store(database_url).dispose()  # migrate before any worker touches the database
+    with running_stack(stack_env(redis_url, database_url, counts), workers=1) as (web, workers):
+        yield Stack(web, workers, counts, database_url)
+
+
+def agui_body(thread: str, run: str, messages: list[Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "threadId": thread,
+        "runId": run,
+        "state": {},
+        "messages": messages,
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+        **extra,
+    }
+
+
+def test_native_plain_turn(stack: Stack) -> None:
+    events = stack.sse("/api/threads/n-1/messages", {"content": "hello"})
+    text = "".join(e["content"] for e in events if e["type"] == "text")
+    assert text == "Hello! hello"
+    thread = stack.get("/api/threads/n-1").json()
+    assert thread["run"]["status"] == "completed"
+
+
+def test_agui_approval_then_frontend_tool(stack: Stack) -> None:
+    model_before = count(stack.counts, "model")
+    user = {"id": "u-a1", "role": "user", "content": "Delete the report"}
+    first = stack.sse("/agui", agui_body("a-1", "r1", [user]))
+    assert first[0]["type"] == "RUN_STARTED"
+    assert first[-1]["type"] == "RUN_FINISHED"
+    interrupts = first[-1]["outcome"]["interrupts"]
+    assert [i["id"] for i in interrupts] == ["call_d"]
+    assert not any(e["type"] == "TOOL_CALL_START" for e in first)
+
+    resume = [{"interruptId": "call_d", "status": "resolved", "payload": {"approved": True}}]
+    second = stack.sse("/agui", agui_body("a-1", "r2", [user], resume=resume))
+    started = [e["toolCallId"] for e in second if e["type"] == "TOOL_CALL_START"]
+    assert started == ["call_d", "call_t"]  # the executed local call, then the handoff
+    assert second[-1] == {"type": "RUN_FINISHED", "threadId": "a-1", "runId": "r2"}
+
+    answer = {"id": "t-1", "role": "tool", "toolCallId": "call_t", "content": "Page"}
+    third = stack.sse("/agui", agui_body("a-1", "r3", [user, answer]))
+    text = "".join(e.get("delta", "") for e in third if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text == 'Finished: {"call_d":"r.pdf deleted","call_t":"Page"}'
+    assert count(stack.counts, "model") - model_before == 2
+    reload = stack.get("/agui/threads/a-1").json()
+    assert reload["status"] is None and reload["interrupts"] == []
+
+
+def test_vercel_backend_tool_turn(stack: Stack) -> None:
+    body = {
+        "id": "v-1",
+        "trigger": "submit-message",
+        "messages": [
+            {"id": "u-v1", "role": "user", "parts": [{"type": "text", "text": "weather?"}]}
+        ],
+    }
+    response = stack.post("/api/chat", body, stream=True)
+    assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    events = [
+        json.loads(line[6:])
+        for line in response.iter_lines(decode_unicode=True)
+        if line.startswith("data: ")
+    ]
+    text = "".join(e["delta"] for e in events if e["type"] == "text-delta")
+    assert text == "Weather: sunny in Oslo"
+    assert events[-1]["type"] == "finish"
+    stored = stack.get("/api/chat/v-1").json()["messages"]
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+
+
+def test_refusals_come_before_any_header(stack: Stack) -> None:
+    user = {"id": "u-e1", "role": "user", "content": "What is the title?"}
+    stack.sse("/agui", agui_body("e-1", "r1", [user]))  # suspends on the frontend call
+    busy = stack.post(
+        "/agui", agui_body("e-1", "r2", [user, {"id": "u-e2", "role": "user", "content": "hi"}])
+    )
+    assert busy.status_code == 409 and busy.json()["type"] == "RunInFlightError"
+    forged = stack.post("/api/threads/e-1/tool-results", {"call_zz": {"result": "x"}})
+    assert forged.status_code == 409 and "does not belong" in forged.json()["error"]
+    answer = {"id": "t-e1", "role": "tool", "toolCallId": "call_t", "content": "One"}
+    stack.sse("/agui", agui_body("e-1", "r3", [user, answer]))
+    late = stack.post("/agui", agui_body("e-1", "r4", [user, answer]))
+    assert late.status_code == 400
+    assert late.json() == {
+        "error": "There is no persisted run to continue.",
+        "type": "InputTranslationError",
+    }
+    assert stack.post("/agui", {"threadId": "bad id!", "messages": []}).status_code == 400
+    assert stack.get("/agui/threads/nobody-here").status_code == 404
+    malformed = requests.post(
+        stack.web.url + "/api/chat",
+        data="{nope",
+        timeout=10,
+        headers={"Content-Type": "application/json"},
+    )
+    assert malformed.status_code == 400
+    huge = stack.post("/api/threads/e-2/messages", {"content": "x" * (2 * 1024 * 1024)})
+    assert huge.status_code == 413
+
+
+def test_worker_killed_after_a_backend_tool_is_redelivered_without_rerunning_it(
+    tmp_path: Path, redis_base_url: str
+) -> None:
+    import redis
+
+    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    redis_url = f"{redis_base_url}/11"
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushdb()
+    Store(database_url).dispose()
+    # The second model call SIGKILLs the pool process: the weather tool ran and was
+    # checkpointed just before.
+    env = {**stack_env(redis_url, database_url, tmp_path), "RELAYLINE_TEST_SIGKILL_ON_CALL": "2"}
+    with running_stack(env, workers=1) as (web, workers):
+        stack = Stack(web, workers, tmp_path, database_url)
+        user = {"id": "u-k1", "role": "user", "content": "Weather please"}
+        events = stack.sse("/agui", agui_body("k-1", "r1", [user]))
+        assert count(tmp_path, "killed") == 1
+        # The relay saw the lost segment end and a new one begin: an error, never a hang.
+        assert events[0]["type"] == "RUN_STARTED"
+        assert events[-1]["type"] == "RUN_ERROR"
+        assert events[-1]["message"] == "The run failed."
+        run = stack.wait_for_run("k-1", "completed")
+        assert run["status"] == "completed" and run["attempt"] == 2
+        store = Store(database_url)
+        try:
+            assert store.messages("k-1")[-1].text == "Weather: sunny in Oslo"
+        finally:
+            store.dispose()
+        assert count(tmp_path, "tool.weather") == 1
+        assert count(tmp_path, "model") == 2

@@ -1,0 +1,148 @@
+"""Enqueue a validated turn or continuation and deliver its output: relayed as one SSE
+response (SUBSCRIBE first, then enqueue by task name), or pushed (202 + where to listen).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from flask import Response, request
+from werkzeug.exceptions import BadRequest
+
+from channels import ChannelReadError, RedisChannelReader, is_terminal
+from shared.agent import Agent, Continuation
+from shared.errors import RunInFlightError
+from shared.events import ProtocolEvent
+from shared.messages import Message
+from shared.protocols import failure_frames
+from shared.sse import HEARTBEAT as SSE_HEARTBEAT
+from shared.sse import encode_event
+from shared.tools import FrontendTool
+from web.services import services
+
+#: seconds of silence between SSE comment heartbeats
+HEARTBEAT_SECONDS = 15.0
+
+SSE_HEADERS = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+}
+
+
+def json_body() -> dict[str, Any]:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    return body
+
+
+def refuse_if_busy(agent: Agent) -> None:
+    """A new turn while a run holds the thread is a 409 before anything is enqueued."""
+    record = agent.inspect()
+    if record is not None and record.status in ("running", "suspended"):
+        raise RunInFlightError(
+            f"Cannot start a new turn on thread '{agent.thread_id}': run '{record.run_id}' "
+            f"(attempt {record.attempt}) is {record.status}. Answer or wait for it first.",
+            "run_in_flight",
+        )
+
+
+def turn_job(
+    agent: Agent,
+    agent_id: str,
+    message: Message,
+    frontend_tools: list[FrontendTool],
+    protocol: str,
+    seed: Mapping[str, Any],
+) -> dict[str, Any]:
+    if any(m.id == message.id for m in agent.history()):
+        raise RunInFlightError(
+            f"Message '{message.id}' is already part of thread '{agent.thread_id}'.", "conflict"
+        )
+    return {
+        "threadId": agent.thread_id,
+        "agentId": agent_id,
+        "owner": agent.owner,
+        "runId": f"run_{uuid.uuid4().hex}",
+        "message": {"id": message.id, "text": message.text},
+        "frontendTools": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+                "requiresApproval": t.requires_approval,
+            }
+            for t in frontend_tools
+        ],
+        "protocol": protocol,
+        "seed": dict(seed),
+    }
+
+
+def continue_job(
+    agent: Agent,
+    agent_id: str,
+    staged: Continuation,
+    protocol: str,
+    seed: Mapping[str, Any],
+    stop_after_tool_call: bool = False,
+) -> dict[str, Any]:
+    return {
+        "threadId": agent.thread_id,
+        "agentId": agent_id,
+        "owner": agent.owner,
+        "runId": staged.run_id,
+        "attempt": staged.attempt,
+        "answers": staged.answers,
+        "stopAfterToolCall": stop_after_tool_call,
+        "protocol": protocol,
+        "seed": dict(seed),
+    }
+
+
+def deliver(task: str, job: dict[str, Any], headers: Mapping[str, str]) -> Response:
+    delivery = request.args.get("delivery") or services().settings.delivery
+    if delivery == "relay":
+        return relay(task, job, headers)
+    raise BadRequest(f"Unknown delivery {delivery!r}; this server supports 'relay'.")
+
+
+def relay(task: str, job: dict[str, Any], headers: Mapping[str, str]) -> Response:
+    svc = services()
+    name = f"relayline:relay:{uuid.uuid4().hex}"
+    reader = RedisChannelReader(svc.redis, name, timeout=svc.settings.relay_timeout)
+    reader.subscribe()  # before enqueuing: Pub/Sub keeps nothing for late listeners
+    try:
+        svc.celery.send_task(
+            task, kwargs={"job": {**job, "target": {"kind": "relay", "channel": name}}}
+        )
+    except BaseException:
+        reader.close()
+        raise
+    body = _relayed(reader, job["protocol"], job["threadId"], job.get("seed", {}))
+    return Response(body, headers={**headers, **SSE_HEADERS})
+
+
+def _relayed(
+    reader: RedisChannelReader, protocol: str, thread_id: str, seed: Mapping[str, Any]
+) -> Iterator[str]:
+    """The SSE body. A client that goes away closes this generator, which drops only the
+    subscription: the run goes on in the worker and its result lands in history."""
+    started = False
+    try:
+        for item in reader.events(heartbeat=HEARTBEAT_SECONDS):
+            if not isinstance(item, ProtocolEvent):
+                yield SSE_HEARTBEAT
+                continue
+            if is_terminal(item.type):
+                return
+            started = True
+            yield encode_event(item)
+    except ChannelReadError as exc:
+        for frame in failure_frames(protocol, thread_id, dict(seed), exc, started=started):
+            yield encode_event(frame)
+    finally:
+        reader.close()

@@ -1,0 +1,42 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from flask import Blueprint, Response, jsonify
+
+from web.services import services
+
+bp = Blueprint("health", __name__)
+
+
+@bp.get("/healthz")
+def healthz() -> Response:
+    return jsonify({"status": "ok"})
+
+
+@bp.get("/readyz")
+def readyz() -> Response:
+    svc = services()
+    checks: dict[str, str] = {}
+    try:
+        with svc.store.engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+        checks["database"] = "ok"
+    except Exception as exc:
+        checks["database"] = f"error: {type(exc).__name__}"
+    try:
+        svc.redis.ping()
+        checks["redis"] = "ok"
+    except Exception as exc:
+        checks["redis"] = f"error: {type(exc).__name__}"
+    try:
+        with svc.celery.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1)
+        checks["broker"] = "ok"
+    except Exception as exc:
+        checks["broker"] = f"error: {type(exc).__name__}"
+    ready = all(value == "ok" for value in checks.values())
+    response = jsonify({"status": "ready" if ready else "unavailable", "checks": checks})
+    response.status_code = 200 if ready else 503
+    return response

@@ -1,0 +1,67 @@
+"""The native protocol: ``/api/threads/<id>/...`` with native SSE."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from shared.adapters import NativeAdapter
+from shared.agent import Agent
+from shared.errors import InputTranslationError
+from shared.messages import Message
+from web.auth import current_user, thread_for
+from web.dispatch import continue_job, deliver, json_body, refuse_if_busy, turn_job
+from web.services import services
+
+bp = Blueprint("native", __name__)
+HEADERS = NativeAdapter().headers()
+
+
+def _agent(thread_id: str, *, must_exist: bool) -> Agent:
+    user = current_user()
+    thread_for(thread_id, user, must_exist=must_exist)
+    return Agent(thread_id, services().registry.spec(), services().store, owner=user)
+
+
+@bp.post("/api/threads/<thread_id>/messages")
+def post_message(thread_id: str) -> Response:
+    agent = _agent(thread_id, must_exist=False)
+    content = json_body().get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise InputTranslationError("The body needs a non-empty string 'content'.")
+    refuse_if_busy(agent)
+    job = turn_job(agent, "default", Message.user(content), [], "native", {})
+    return deliver("relayline.run_turn", job, HEADERS)
+
+
+@bp.post("/api/threads/<thread_id>/tool-results")
+def post_tool_results(thread_id: str) -> Response:
+    agent = _agent(thread_id, must_exist=True)
+    staged = agent.submit_tool_results(json_body())
+    return deliver(
+        "relayline.continue_run", continue_job(agent, "default", staged, "native", {}), HEADERS
+    )
+
+
+@bp.post("/api/threads/<thread_id>/approvals")
+def post_approvals(thread_id: str) -> Response:
+    agent = _agent(thread_id, must_exist=True)
+    staged = agent.submit_approval_decisions(json_body())
+    return deliver(
+        "relayline.continue_run", continue_job(agent, "default", staged, "native", {}), HEADERS
+    )
+
+
+@bp.get("/api/threads/<thread_id>")
+def get_thread(thread_id: str) -> Response:
+    agent = _agent(thread_id, must_exist=True)
+    record = agent.inspect()
+    state = agent.state()
+    run = None
+    if record is not None and state is not None:
+        run = {
+            "runId": record.run_id,
+            "status": record.status,
+            "attempt": record.attempt,
+            "interrupt": state.interrupt.to_json() if state.interrupt else None,
+        }
+    return jsonify({"threadId": thread_id, "run": run})

@@ -1,0 +1,48 @@
+"""The Celery application. ``celery -A worker.app worker`` (or ``relayline worker``) runs it.
+
+Timing is ordered as the reference requires (section 7.2): the run lease outlives the
+longest single step, the task time limit outlives the longest turn, and the broker's
+visibility timeout outlives the task time limit, so no live run is taken for dead and
+no two workers run the same turn.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from shared.settings import Settings
+
+#: seconds a worker holds a run between checkpoints (longest single step)
+LEASE_SECONDS = 600
+#: seconds one task may take (longest turn); the soft limit lets the run report failure
+TASK_SOFT_TIME_LIMIT = 1500
+TASK_TIME_LIMIT = 1800
+#: seconds before the broker hands an unacknowledged task to another worker
+VISIBILITY_TIMEOUT = 3600
+
+assert LEASE_SECONDS < TASK_SOFT_TIME_LIMIT < TASK_TIME_LIMIT < VISIBILITY_TIMEOUT
+
+
+def make_celery(settings: Settings | None = None) -> Celery:
+    settings = settings or Settings.from_env()
+    broker = settings.broker_url
+    if not broker:
+        raise RuntimeError("Set REDIS_URL (or CELERY_BROKER_URL) for the worker's broker.")
+    app = Celery("relayline", broker=broker, include=["worker.tasks"])
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=TASK_SOFT_TIME_LIMIT,
+        task_time_limit=TASK_TIME_LIMIT,
+        broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT},
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+    )
+    return app
+
+
+app = make_celery()
