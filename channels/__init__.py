@@ -1,0 +1,58 @@
+"""Push delivery of a segment's protocol events: the shared envelope and fragment codec,
+AbstractChannel and its transports, the Redis relay reader, and a Python consumer.
+
+Imports only ``shared``'s small wire types (never Flask, Celery or SQLAlchemy).
+"""
+
+from channels.base import AbstractChannel, CallbackChannel, SegmentState
+from channels.consumer import Consumer
+from channels.envelope import (
+    COMPLETED,
+    FAILED,
+    FRAGMENT,
+    INTERRUPTED,
+    TERMINALS,
+    Envelope,
+    is_terminal,
+)
+from channels.errors import (
+    ChannelClosedError,
+    ChannelConfigError,
+    ChannelError,
+    ChannelLimitError,
+    ChannelReadError,
+    EnvelopeError,
+    GapError,
+    PublishError,
+)
+from channels.fragments import Fragment
+from channels.redis import HEARTBEAT, Heartbeat, RedisChannel, RedisChannelReader
+from channels.testing import FakeChannel
+
+__all__ = [
+    "COMPLETED",
+    "FAILED",
+    "FRAGMENT",
+    "HEARTBEAT",
+    "INTERRUPTED",
+    "TERMINALS",
+    "AbstractChannel",
+    "CallbackChannel",
+    "ChannelClosedError",
+    "ChannelConfigError",
+    "ChannelError",
+    "ChannelLimitError",
+    "ChannelReadError",
+    "Consumer",
+    "Envelope",
+    "EnvelopeError",
+    "FakeChannel",
+    "Fragment",
+    "GapError",
+    "Heartbeat",
+    "PublishError",
+    "RedisChannel",
+    "RedisChannelReader",
+    "SegmentState",
+    "is_terminal",
+]

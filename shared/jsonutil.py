@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# One encoder: json.dumps with options builds a new encoder on every call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
 
 def dumps(value: Any) -> str:
     """Compact JSON with UTF-8 kept verbatim; NaN and infinities are refused (not JSON)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def normalize_result(value: Any) -> str:

@@ -21,4 +21,22 @@ def channel_factory(
     if kind == "relay":
         name = target["channel"]
         return lambda: RedisChannel(res.redis, name, await_listener=AWAIT_LISTENER)
+    if kind == "none":
+        return lambda: DiscardChannel()
     raise ValueError(f"Unknown delivery target {target!r}.")
+
+
+class DiscardChannel:
+    """No listener to deliver to (a timer settled the run): the result lands in history."""
+
+    def send(self, event: Any) -> None:
+        pass
+
+    def completed(self, state: Any, workflow_id: str) -> None:
+        pass
+
+    def interrupted(self, state: Any) -> None:
+        pass
+
+    def failed(self, error: BaseException, workflow_id: str) -> None:
+        pass

@@ -15,7 +15,9 @@ from celery import Task
 
 from shared.agent import Agent, Continuation
 from shared.agent.segment import drain
-from shared.errors import RelaylineError, RunFailedError
+from shared.agent.spec import RunState
+from shared.errors import RelaylineError, RunFailedError, WorkflowError
+from shared.interrupts import ToolResultsRequest
 from shared.messages import Message
 from shared.protocols import adapter_factory, failure_frames
 from shared.tools import FrontendTool
@@ -60,7 +62,9 @@ def _execute(task: Task, job: dict[str, Any], build: Any) -> str:
         segment = build(agent, res)
         if segment is None:
             return "nothing to do"
-        return drain(segment).status
+        state = drain(segment)
+        _schedule_expiry(state, job)
+        return state.status
     except RunFailedError:
         return "failed"  # the segment already delivered its error frames and terminal
     except Exception as exc:
@@ -69,6 +73,30 @@ def _execute(task: Task, job: dict[str, Any], build: Any) -> str:
             logger.exception("task for thread %s failed", job.get("threadId"))
         _publish_failure(res, job, exc)
         return "refused"
+
+
+def _schedule_expiry(state: RunState, job: dict[str, Any]) -> None:
+    """A frontend wait with a deadline is settled by a task due at that deadline."""
+    request = state.interrupt
+    if state.status != "suspended" or not isinstance(request, ToolResultsRequest):
+        return
+    if request.expires_at is None:
+        return
+    expire_wait.apply_async(
+        kwargs={
+            "job": {
+                "threadId": job["threadId"],
+                "agentId": job.get("agentId", "default"),
+                "owner": job.get("owner", "anonymous"),
+                "runId": state.run_id,
+                "attempt": state.attempt,
+                "protocol": "native",
+                "seed": {},
+                "target": job.get("pushTarget") or {"kind": "none"},
+            }
+        },
+        eta=request.expires_at,
+    )
 
 
 @app.task(name="relayline.run_turn", bind=True)
@@ -111,3 +139,22 @@ def continue_run(self: Task, job: dict[str, Any]) -> str:
         return staged.stop_after_tool_call(bool(job.get("stopAfterToolCall"))).events()
 
     return _execute(self, job, build)
+
+
+@app.task(name="relayline.expire_wait", bind=True)
+def expire_wait(self: Task, job: dict[str, Any]) -> str:
+    """job: threadId, agentId, owner, runId, attempt, protocol, seed, target. Settles the
+    wait's pending calls with timeout errors, unless the run moved on meanwhile."""
+    res = resources()
+    record = res.store.current_run(job["threadId"])
+    if record is None or (record.run_id, record.attempt) != (job["runId"], job["attempt"]):
+        return "moved on"
+    agent = _agent(self, res, job)
+    try:
+        staged = agent.expire_wait()
+    except (WorkflowError, RelaylineError):
+        return "moved on"
+    try:
+        return drain(staged.events()).status
+    except RunFailedError:
+        return "failed"

@@ -43,7 +43,15 @@ def run_segment(
     says there is work; a no-op continuation only repeats the current interrupt."""
     loop, has_work = admit()
     adapter = adapter_factory() if adapter_factory else None
-    channel = GuardedChannel(channel_factory()) if channel_factory else None
+    channel: GuardedChannel | None = None
+    if channel_factory is not None:
+        try:
+            channel = GuardedChannel(channel_factory())
+        except Exception as exc:  # an unbuildable channel must not strand the run
+            logging.getLogger("relayline.channel").warning("channel factory failed: %s", exc)
+            if on_channel_error is not None:
+                with contextlib.suppress(Exception):
+                    on_channel_error(exc)
     thread_id = loop.record.thread_id
 
     def out(events: Iterable[ProtocolEvent]) -> Generator[ProtocolEvent, None, None]:

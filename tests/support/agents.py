@@ -158,9 +158,11 @@ def build_spec(
 def env_spec() -> AgentSpec:
     """The test agent for worker processes: counts go to $RELAYLINE_TEST_COUNTS."""
     crash = os.environ.get("RELAYLINE_TEST_SIGKILL_ON_CALL")
+    wait = os.environ.get("RELAYLINE_TEST_WAIT_TIMEOUT")
     return build_spec(
         # The web process only stages inputs (it never runs the model or tools).
         Path(os.environ.get("RELAYLINE_TEST_COUNTS", tempfile.gettempdir())),
         crash_on_call=int(crash) if crash else None,
         sigkill=True,
+        frontend_wait_timeout=float(wait) if wait else None,
     )

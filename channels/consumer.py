@@ -1,0 +1,277 @@
+"""A Python consumer of channel envelopes, the twin of the browser one (reference 2.6).
+
+It orders envelopes by sequence per segment (``streamId``), reassembles fragments,
+drops duplicates, and reports a *gap* for anything it cannot vouch for: malformed or
+conflicting frames, over-full buffers, or events still missing ``gap_timeout`` seconds
+after the last progress. A gap closes the consumer; the application reconciles from
+history and makes a new one. Transports (Pusher batches, Mercure replays) may reorder
+or repeat frames; the consumer is what makes them a clean, ordered event stream.
+
+There are no timers: the deadline is checked on every ``feed`` and on ``poll()``, with
+an injectable clock, so a loop waiting on a transport calls ``poll`` when it wakes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from channels.envelope import STREAM_ID, Envelope, encode_json, utf8_len
+from channels.errors import EnvelopeError, GapError
+from channels.fragments import Fragment, join_parts
+
+MAX_ACTIVE_STREAMS = 64
+MAX_KNOWN_STREAMS = 1024
+MAX_QUEUED_EVENTS = 1024
+MAX_BUFFERED_PARTS = 4096
+MAX_BUFFERED_BYTES = 8 * 1024 * 1024
+GAP_TIMEOUT = 30.0
+
+Frame = str | bytes | Mapping[str, Any]
+
+
+@dataclasses.dataclass
+class _Pending:
+    """One sequence being collected: a plain event, or the parts of a fragmented one."""
+
+    event: str
+    fragmented: bool
+    total: int = 1
+    raw: str = ""
+    parts: dict[int, str] = dataclasses.field(default_factory=dict)
+    size: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return not self.fragmented or len(self.parts) == self.total
+
+
+@dataclasses.dataclass
+class _Segment:
+    next: int = 0
+    pending: dict[int, _Pending] = dataclasses.field(default_factory=dict)
+
+
+class Consumer:
+    """Feed it envelopes in any order; it delivers each logical event once, in order.
+
+    ``on_event(envelope)`` gets every logical event with its original type and data,
+    terminal included (which then closes that segment). ``on_gap(reason)`` is called
+    once when a gap closes the consumer; without it, ``feed``/``poll`` raise GapError.
+    ``stream_id`` selects one segment and ignores frames of others.
+    """
+
+    def __init__(
+        self,
+        on_event: Callable[[Envelope], object] | None = None,
+        on_gap: Callable[[str], object] | None = None,
+        *,
+        stream_id: str | None = None,
+        gap_timeout: float = GAP_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if stream_id is not None and not STREAM_ID.fullmatch(stream_id):
+            raise ValueError(f"Invalid stream id selection {stream_id!r}: use 32 lowercase hex.")
+        self.on_event = on_event
+        self.on_gap = on_gap
+        self.stream_id = stream_id
+        self.gap_timeout = gap_timeout
+        self.clock = clock
+        self.closed = False
+        #: the reason of the gap that closed the consumer, if any
+        self.gap: str | None = None
+        #: segments that delivered their terminal; late duplicates cannot reopen them
+        self.finished: set[str] = set()
+        #: when missing events become a gap, or None while nothing is pending
+        self.deadline: float | None = None
+        self._segments: dict[str, _Segment] = {}
+        self._events = self._parts = self._bytes = 0
+        self._inbox: list[Frame] = []
+        self._busy = False
+
+    # feeding -----------------------------------------------------------------------
+
+    def feed(self, frame: Frame) -> list[Envelope]:
+        """Take one envelope (JSON text or decoded object); return what it delivered.
+        A callback may feed more frames: they are queued, never handled recursively."""
+        self._inbox.append(frame)
+        if self._busy:
+            return []
+        delivered: list[Envelope] = []
+        self._busy = True
+        try:
+            while self._inbox and not self.closed:
+                self._check_deadline()
+                if not self.closed:
+                    delivered += self._take(self._inbox.pop(0))
+        finally:
+            self._busy = False
+            self._inbox.clear()
+        return delivered
+
+    def feed_batch(self, update: str | bytes) -> list[Envelope]:
+        """Take one JSON array of envelopes (a CallbackChannel delivery, a Mercure update)."""
+        try:
+            frames = json.loads(update)
+        except ValueError:
+            frames = None
+        if not isinstance(frames, list):
+            self._fail("Invalid channel envelope")
+            return []
+        delivered: list[Envelope] = []
+        for frame in frames:
+            if not isinstance(frame, Mapping):
+                self._fail("Invalid channel envelope")
+                break
+            delivered += self.feed(frame)
+        return delivered
+
+    def poll(self) -> None:
+        """Report a gap if missing events outlived the deadline."""
+        if not self.closed:
+            self._check_deadline()
+
+    def close(self) -> None:
+        """Stop for good, dropping buffered frames; no gap is reported."""
+        self.closed = True
+        self._segments.clear()
+        self.deadline = None
+
+    # internals -------------------------------------------------------------------------
+
+    def _check_deadline(self) -> None:
+        if self.deadline is not None and self.clock() >= self.deadline:
+            self._fail("Missing channel events")
+
+    def _fail(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.close()
+        self.gap = reason
+        if self.on_gap is None:
+            raise GapError(reason)
+        self.on_gap(reason)
+
+    def _take(self, frame: Frame) -> list[Envelope]:
+        try:
+            envelope = Envelope.parse(frame)
+        except EnvelopeError:
+            self._fail("Invalid channel envelope")
+            return []
+        sid = envelope.stream_id
+        if (self.stream_id is not None and sid != self.stream_id) or sid in self.finished:
+            return []
+        segment = self._segments.get(sid)
+        if segment is None:
+            if (
+                len(self._segments) >= MAX_ACTIVE_STREAMS
+                or len(self._segments) + len(self.finished) >= MAX_KNOWN_STREAMS
+            ):
+                self._fail("Channel stream limit exceeded")
+                return []
+            segment = self._segments[sid] = _Segment()
+        if not self._buffer(segment, envelope):
+            return []
+        return self._drain(sid, segment)
+
+    def _buffer(self, segment: _Segment, envelope: Envelope) -> bool:
+        """Queue the frame; False when it was ignored or caused a gap."""
+        fragment: Fragment | None = None
+        if envelope.is_fragment:
+            try:
+                fragment = Fragment.parse(envelope.data)
+            except EnvelopeError:
+                self._fail("Invalid channel fragment")
+                return False
+        if envelope.sequence < segment.next:
+            return False  # already delivered
+        event = fragment.event if fragment else envelope.type
+        pending = segment.pending.get(envelope.sequence)
+        fresh = pending is None
+        if pending is None:
+            if self._events + 1 > MAX_QUEUED_EVENTS:
+                self._fail("Channel buffer limit exceeded")
+                return False
+            pending = _Pending(event, fragment is not None, fragment.total if fragment else 1)
+            if fragment is None:
+                pending.raw = encode_json(envelope.data)
+            segment.pending[envelope.sequence] = pending
+            self._events += 1
+        elif (
+            pending.event != event
+            or pending.fragmented != (fragment is not None)
+            or (fragment is not None and pending.total != fragment.total)
+            or (fragment is None and pending.raw != encode_json(envelope.data))
+        ):
+            self._fail("Conflicting channel events")
+            return False
+        if fragment is None:
+            if not fresh:
+                return False  # an identical duplicate
+            size, parts = utf8_len(pending.raw) + utf8_len(event), 0
+        else:
+            known = pending.parts.get(fragment.index)
+            if known is not None:
+                if known != fragment.part:
+                    self._fail("Conflicting channel events")
+                return False
+            pending.parts[fragment.index] = fragment.part
+            size, parts = len(fragment.part) + utf8_len(event), 1
+        pending.size += size
+        self._parts += parts
+        self._bytes += size
+        if self._parts > MAX_BUFFERED_PARTS or self._bytes > MAX_BUFFERED_BYTES:
+            self._fail("Channel buffer limit exceeded")
+            return False
+        return True
+
+    def _release(self, pending: _Pending) -> None:
+        self._events -= 1
+        self._parts -= len(pending.parts)
+        self._bytes -= pending.size
+
+    def _drain(self, sid: str, segment: _Segment) -> list[Envelope]:
+        delivered: list[Envelope] = []
+        while not self.closed:
+            pending = segment.pending.get(segment.next)
+            if pending is None or not pending.complete:
+                break
+            del segment.pending[segment.next]
+            self._release(pending)
+            try:  # plain payloads too are decoded afresh: a snapshot of what arrived
+                data = (
+                    join_parts([pending.parts[i] for i in range(pending.total)])
+                    if pending.fragmented
+                    else json.loads(pending.raw)
+                )
+            except EnvelopeError as exc:
+                self._fail(exc.message)
+                break
+            envelope = Envelope(sid, segment.next, pending.event, data)
+            segment.next += 1
+            delivered.append(envelope)
+            if envelope.is_terminal:
+                for rest in segment.pending.values():
+                    self._release(rest)
+                del self._segments[sid]
+                self.finished.add(sid)
+            if self.on_event is not None:
+                try:
+                    self.on_event(envelope)
+                except BaseException:
+                    self.close()
+                    raise
+            if envelope.is_terminal:
+                break
+        self._arm(progress=bool(delivered))
+        return delivered
+
+    def _arm(self, progress: bool) -> None:
+        """Start the gap deadline when something is pending; only progress renews it."""
+        if self.closed or not any(s.pending for s in self._segments.values()):
+            self.deadline = None
+        elif progress or self.deadline is None:
+            self.deadline = self.clock() + self.gap_timeout

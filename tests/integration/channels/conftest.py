@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+# The suite's asserts live in a plain module: have pytest explain their failures too.
+pytest.register_assert_rewrite("tests.integration.channels.behaviour")
+
+from tests.integration.channels.redis_support import FlakyRedis, flaky  # noqa: E402 (after the rewrite hook)
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[FlakyRedis]:
+    """A real client on the test database, with fault injection switched off."""
+    built = flaky(redis_url)
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def name() -> str:
+    # Pub/Sub ignores database numbers: a unique name keeps parallel runs apart.
+    return f"relayline:test:{uuid.uuid4().hex}"
