@@ -212,3 +212,32 @@ def test_worker_killed_after_a_backend_tool_is_redelivered_without_rerunning_it(
             store.dispose()
         assert count(tmp_path, "tool.weather") == 1
         assert count(tmp_path, "model") == 2
+
+
+def test_frontend_wait_deadline_is_settled_by_a_scheduled_task(
+    tmp_path: Path, redis_base_url: str
+) -> None:
+    import redis
+
+    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    redis_url = f"{redis_base_url}/12"
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushdb()
+    Store(database_url).dispose()
+    env = {**stack_env(redis_url, database_url, tmp_path), "RELAYLINE_TEST_WAIT_TIMEOUT": "1"}
+    with running_stack(env, workers=1) as (web, workers):
+        stack = Stack(web, workers, tmp_path, database_url)
+        events = stack.sse("/api/threads/x-1/messages", {"content": "What is the title?"})
+        assert events[-1]["type"] == "interrupt"
+        assert events[-1]["request"]["expiresAt"] is not None
+        run = stack.wait_for_run("x-1", "completed")
+        assert run["status"] == "completed"
+        late = stack.post("/api/threads/x-1/tool-results", {"call_t": {"result": "late"}})
+        assert late.status_code == 400
+        store = Store(database_url)
+        try:
+            assert (
+                store.messages("x-1")[-1].text == "The title is External tool execution timed out.."
+            )
+        finally:
+            store.dispose()
