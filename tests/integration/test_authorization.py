@@ -1,0 +1,78 @@
+"""RELAYLINE_AUTH=token: a thread belongs to its creator; everyone else gets 404."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from shared.auth import mint_token
+from shared.persistence import Store
+from shared.settings import Settings
+from web import create_app
+
+pytestmark = pytest.mark.integration
+
+SECRET = "test-secret"
+
+
+@pytest.fixture
+def client(tmp_path: Path, redis_url: str) -> Iterator[FlaskClient]:
+    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    store = Store(database_url)
+    store.create_thread("ann-thread", "ann")
+    store.dispose()
+    settings = Settings.from_env(
+        {
+            "DATABASE_URL": database_url,
+            "REDIS_URL": redis_url,
+            "RELAYLINE_AUTH": "token",
+            "SECRET_KEY": SECRET,
+            "RELAYLINE_AGENT": "tests.support.agents:env_spec",
+        }
+    )
+    app = create_app(settings)
+    with app.test_client() as test_client:
+        yield test_client
+    app.extensions["relayline"].close()
+
+
+def bearer(user: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {mint_token(SECRET, user)}"}
+
+
+READS = ["/agui/threads/ann-thread", "/api/chat/ann-thread", "/api/threads/ann-thread"]
+WRITES = [
+    ("/api/threads/ann-thread/tool-results", {"call_1": {"result": "x"}}),
+    ("/api/threads/ann-thread/approvals", {"call_1": "approve"}),
+    ("/api/threads/ann-thread/messages", {"content": "hi"}),
+    ("/api/chat", {"id": "ann-thread", "messages": [{"id": "u", "role": "user", "parts": []}]}),
+    (
+        "/agui",
+        {"threadId": "ann-thread", "messages": [{"id": "u", "role": "user", "content": "hi"}]},
+    ),
+]
+
+
+@pytest.mark.parametrize("path", READS)
+def test_owner_reads_and_others_get_404(client: FlaskClient, path: str) -> None:
+    assert client.get(path, headers=bearer("ann")).status_code == 200
+    other = client.get(path, headers=bearer("bob"))
+    assert other.status_code == 404
+    assert other.get_json() == {"error": "Thread 'ann-thread' was not found.", "type": "NotFound"}
+    assert client.get(path).status_code == 401
+    forged = {"Authorization": "Bearer ann.forged-signature"}
+    assert client.get(path, headers=forged).status_code == 401
+
+
+@pytest.mark.parametrize(("path", "body"), WRITES)
+def test_others_cannot_write_to_a_thread(client: FlaskClient, path: str, body: object) -> None:
+    response = client.post(path, json=body, headers=bearer("bob"))
+    assert response.status_code == 404
+    assert client.post(path, json=body).status_code == 401
+
+
+def test_an_unknown_thread_is_404_for_everyone(client: FlaskClient) -> None:
+    assert client.get("/api/threads/nobody", headers=bearer("ann")).status_code == 404
