@@ -3,9 +3,9 @@
  * relayline push consumer: turns the envelopes that Pusher or a Mercure hub deliver
  * back into the ordered protocol events of one run segment.
  *
- * Dependency-free ES module for browsers and Node 20; no build step. Behaviour and
- * limits follow docs `neuron-streaming-spec.md` §2.2-2.6 (the JS `@neuron-core/streaming`
- * core), which is the contract the Python channels write to.
+ * Dependency-free ES module for browsers and Node >= 20.19; no build step. Behaviour and
+ * limits follow the reference spec (`reference/neuron-streaming-spec.md` §2.2-2.6, the
+ * JS `@neuron-core/streaming` core), the contract the Python channels write to.
  *
  *   transport SDK (pusher-js channel, EventSource on the hub)
  *        │ envelopes {streamId, sequence, type, data}, any order, maybe duplicated
@@ -20,12 +20,22 @@
  * `onGap(reason)` once; the application reloads from history (`GET /agui/threads/<id>`,
  * `GET /api/chat/<id>`) and builds a new consumer. Nothing here reconnects or retries.
  *
- * Usage (browser):
+ * Usage (browser; subscribe, and wait for `pusher:subscription_succeeded` or the
+ * EventSource `open`, *before* POSTing the turn with `?delivery=pusher|mercure`):
  *
  *   import { subscribeToPusher, createProtocolStream } from '/static/relayline-consumer.js';
  *   const channel = pusher.subscribe(`private-thread-${threadId}`);
  *   const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks));
  *   const reader = stream.getReader();   // {type: 'TEXT_MESSAGE_CONTENT', messageId, delta}, ...
+ *
+ * Feeding the official clients: the stream yields parsed protocol *objects*, the same
+ * objects the relayed SSE response carries in its `data:` lines.
+ * - Vercel AI SDK: return it from a custom `ChatTransport.sendMessages` (it is a
+ *   `ReadableStream<UIMessageChunk>`), or pass it to `readUIMessageStream({stream})`;
+ *   give `uiMessageChunkSchema` validation as `parse`.
+ * - AG-UI: in an `AbstractAgent` subclass, `run(input)` returns an Observable that reads
+ *   the stream and calls `observer.next(event)`; `EventSchemas.parse` can be `parse`.
+ * - Anything that only reads `text/event-stream`: `toSSEStream(stream)` gives the bytes.
  */
 
 /**
@@ -426,10 +436,7 @@ function attach(callbacks, streamId, options, listen) {
     }
   }
 
-  unbind = listen({
-    feed: (frames) => { if (!closed) feed(frames); },
-    fail,
-  });
+  unbind = listen({ feed, fail });
   return { close };
 }
 
@@ -513,8 +520,9 @@ export function createProtocolStream(subscribe, parse = (event) => /** @type {T}
       if (!isRecord(data) && !(Array.isArray(data) && data.length === 0)) {
         throw new TypeError('Protocol event payload must be an object');
       }
-      // `type` first, as on the SSE wire (§2.1); the second `type` makes the envelope win.
-      controller.enqueue(await parse({ type: event.type, ...data, type: event.type }));
+      // `type` first, as on the SSE wire (§2.1), and the envelope's: a `data.type` is dropped.
+      const { type: _payloadType, ...fields } = /** @type {Record<string, unknown>} */ (data);
+      controller.enqueue(await parse({ type: event.type, ...fields }));
     },
   }));
 }
