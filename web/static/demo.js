@@ -1,0 +1,664 @@
+/**
+ * relayline demo page: a chat that speaks the native protocol (DESIGN.md §5).
+ *
+ *   POST /api/threads/<id>/messages      {"content": "..."}            -> native SSE
+ *   POST /api/threads/<id>/tool-results  {"<callId>": {"result": any}} -> native SSE
+ *   POST /api/threads/<id>/approvals     {"<callId>": "approve" | ["reject", "why"]}
+ *   GET  /api/chat/<id>                  Vercel UIMessage[] (used to redraw on reload)
+ *   GET  /api/threads/<id>               {run: {status, interrupt}} (what the run waits for)
+ *
+ * Layout of this file: transports (how native events reach the page), rendering (events
+ * and stored messages become DOM, always through textContent), the conversation loop
+ * (send, answer frontend tools, ask for approvals), and the page wiring.
+ *
+ * Safety: model output and tool data are only ever assigned with textContent or as
+ * attribute values; the page never parses HTML it did not ship (see the templates in
+ * demo.html), and the server's Content-Security-Policy allows no inline script.
+ */
+
+const THREAD_KEY = 'relayline.demo.threadId';
+// The server's rule for thread ids: a stored value that breaks it is not ours.
+const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+// After a reload during a reply, how often and how long to check that it finished.
+const RUN_POLL_MS = 1000;
+const RUN_POLL_LIMIT = 300;
+
+/**
+ * Tools that run in this page when the agent calls them ("frontend tools"). Each gets
+ * the call's inputs and returns the result that goes back through /tool-results.
+ * @type {Record<string, (inputs: Record<string, unknown>) => unknown>}
+ */
+const FRONTEND_TOOLS = {
+  read_title: () => document.title,
+};
+
+// ---------------------------------------------------------------------------------
+// Transports
+//
+// A transport sends one request and calls onEvent with each native event
+// ({type, ...payload}) of the segment it starts, in order; it resolves when the
+// segment ends and rejects on an HTTP or network failure. Only `relay` exists today:
+// the run's output comes back as the SSE body of the POST itself. The push variants
+// will POST with ?delivery=pusher|mercure, get 202 + where to listen, and feed
+// onEvent from createProtocolStream() of /demo/static/relayline-consumer.js; nothing
+// outside this section will need to change.
+// ---------------------------------------------------------------------------------
+
+/**
+ * @typedef {{type: string, [key: string]: any}} NativeEvent
+ * @typedef {{path: string, body: unknown, onEvent: (event: NativeEvent) => void,
+ *            signal: AbortSignal}} TransportRequest
+ * @typedef {(request: TransportRequest) => Promise<void>} Transport
+ */
+
+/** An answer the server refused before streaming ({"error", "type"} JSON). */
+class RequestError extends Error {}
+
+/** @type {Transport} */
+async function relayTransport({ path, body, onEvent, signal }) {
+  const response = await fetch(path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+    body: JSON.stringify(body),
+    signal,
+  });
+  if (!response.ok) throw new RequestError(await errorMessage(response));
+  if (!response.body) throw new Error('The server sent no stream.');
+  await readEventStream(response.body, onEvent);
+}
+
+/** @type {Record<string, Transport>} keyed by the values of the delivery radios */
+const TRANSPORTS = { relay: relayTransport };
+
+/**
+ * Parse a text/event-stream body: frames end with a blank line, payload lines start
+ * with "data:", and lines starting with ":" are the server's heartbeats. Frames are
+ * cut on blank lines *before* decoding JSON, because one network chunk may hold half
+ * a frame or several frames.
+ * @param {ReadableStream<Uint8Array>} body
+ * @param {(event: NativeEvent) => void} onEvent
+ */
+async function readEventStream(body, onEvent) {
+  // The native stream declares no charset; it is UTF-8 JSON, so decode it as such.
+  const reader = body.pipeThrough(new TextDecoderStream('utf-8')).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return; // a trailing frame without its blank line is incomplete: dropped
+    buffer += value;
+    let boundary;
+    while ((boundary = buffer.search(/\r?\n\r?\n/)) !== -1) {
+      const frame = buffer.slice(0, boundary);
+      buffer = buffer.slice(boundary).replace(/^\r?\n\r?\n/, '');
+      const data = frame
+        .split(/\r?\n/)
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).replace(/^ /, ''))
+        .join('\n');
+      if (data) onEvent(JSON.parse(data));
+    }
+  }
+}
+
+/** The server's error text for a refused request, whatever shape it came in. */
+async function errorMessage(response) {
+  const text = await response.text();
+  try {
+    const parsed = JSON.parse(text);
+    if (parsed && typeof parsed.error === 'string') return parsed.error;
+  } catch {
+    // not JSON: fall through to the status line
+  }
+  return `The server answered ${response.status} ${response.statusText}.`;
+}
+
+/** The server's words for a refused request; `fallback` for a network failure. */
+function explain(error, fallback) {
+  return error instanceof RequestError ? error.message : fallback;
+}
+
+/** GET JSON; null for 404 (a thread the server does not know yet). */
+async function getJSON(path, signal) {
+  const response = await fetch(path, { headers: { Accept: 'application/json' }, signal });
+  if (response.status === 404) return null;
+  if (!response.ok) throw new RequestError(await errorMessage(response));
+  return response.json();
+}
+
+// ---------------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------------
+
+const $ = (/** @type {string} */ selector) => document.querySelector(selector);
+const log = $('#log');
+const statusLine = $('#status');
+
+/** Create an element with a class and optional text (always textContent). */
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** Tool inputs and results as one line of text: strings as they are, the rest as JSON. */
+function show(value) {
+  if (typeof value === 'string') return value;
+  return JSON.stringify(value);
+}
+
+function scrollToEnd() {
+  log.scrollTop = log.scrollHeight;
+}
+
+/**
+ * What is drawn for the current conversation. `turn` is the assistant bubble that live
+ * events go to: a continuation (tool results, approvals) keeps writing into the bubble
+ * of the turn it continues, as the run is still the same turn.
+ */
+const view = {
+  /** @type {HTMLElement | null} */ turn: null,
+  /** the block the next text/reasoning delta may extend: {kind, messageId, node} */
+  last: null,
+  /** @type {Map<string, ToolCard>} tool cards by call id, so later events update them */
+  tools: new Map(),
+};
+
+function resetView() {
+  log.replaceChildren();
+  view.turn = null;
+  view.last = null;
+  view.tools.clear();
+}
+
+function addBubble(role) {
+  const bubble = el('article', `msg ${role}`);
+  bubble.append(el('h2', 'who', role === 'user' ? 'You' : 'Assistant'));
+  log.append(bubble);
+  return bubble;
+}
+
+function addUserMessage(text) {
+  addBubble('user').append(el('p', 'text', text));
+  view.turn = null; // the reply opens a new assistant bubble
+  view.last = null;
+  scrollToEnd();
+}
+
+function currentTurn() {
+  if (!view.turn) view.turn = addBubble('assistant');
+  return view.turn;
+}
+
+/**
+ * Append a streamed delta. Consecutive deltas of one message and kind extend one
+ * block; anything else in between (a tool card, another message) starts a new block,
+ * so the page shows things in the order the model produced them.
+ */
+function appendDelta(kind, messageId, content) {
+  const last = view.last;
+  if (last && last.kind === kind && last.messageId === messageId) {
+    last.node.textContent += content;
+  } else {
+    const node = addBlock(kind, content);
+    view.last = { kind, messageId, node };
+  }
+  scrollToEnd();
+}
+
+/** A text or reasoning block; returns the node whose text grows with later deltas. */
+function addBlock(kind, content) {
+  const turn = currentTurn();
+  if (kind === 'text') {
+    const node = el('p', 'text', content);
+    turn.append(node);
+    return node;
+  }
+  // Reasoning is secondary: collapsed by default, one click (or Enter) to read it.
+  const details = el('details', 'reasoning');
+  details.append(el('summary', '', 'Reasoning'));
+  const body = el('p', 'reasoning-text', content);
+  details.append(body);
+  turn.append(details);
+  return body;
+}
+
+function addError(message) {
+  const node = el('p', 'error', message);
+  node.setAttribute('role', 'alert');
+  currentTurn().append(node);
+  view.last = null;
+  scrollToEnd();
+}
+
+/** One tool call: its name, status (running / ok / error …), inputs and result. */
+class ToolCard {
+  constructor(callId, name) {
+    this.node = el('div', 'tool');
+    this.node.dataset.callId = callId;
+    this.node.dataset.tool = name;
+    const head = el('p', 'tool-head');
+    head.append(el('span', 'tool-label', 'Tool '), el('strong', 'tool-name', name), ' ');
+    this.status = el('span', 'tool-status');
+    head.append(this.status);
+    this.inputs = el('code', 'tool-inputs');
+    this.result = el('p', 'tool-result');
+    this.result.hidden = true;
+    this.arguments = '';
+    this.node.append(head, this.inputs, this.result);
+    currentTurn().append(this.node);
+    view.last = null;
+  }
+
+  /**
+   * @param {string} status a short machine word (styling, tests)
+   * @param {string} label what people read
+   */
+  setStatus(status, label = status) {
+    this.status.dataset.status = status;
+    this.status.textContent = label;
+  }
+
+  setInputs(inputs) {
+    this.inputs.textContent = show(inputs);
+  }
+
+  /** The model streams arguments as raw JSON fragments: show them as they come. */
+  addArgumentDelta(delta) {
+    this.arguments += delta;
+    this.inputs.textContent = this.arguments;
+  }
+
+  setResult(text) {
+    this.result.hidden = false;
+    this.result.textContent = text;
+  }
+}
+
+function toolCard(callId, name) {
+  let card = view.tools.get(callId);
+  if (!card) {
+    card = new ToolCard(callId, name);
+    view.tools.set(callId, card);
+  }
+  return card;
+}
+
+/** Draw one live native event. Interrupts are acted on by the conversation loop. */
+function renderEvent(event) {
+  switch (event.type) {
+    case 'text':
+    case 'reasoning':
+      appendDelta(event.type, event.messageId, event.content);
+      break;
+    case 'tool-argument': {
+      const card = toolCard(event.toolCallId, event.toolName);
+      if (!card.status.textContent) card.setStatus('preparing', 'preparing…');
+      card.addArgumentDelta(event.delta);
+      break;
+    }
+    case 'tool-call': {
+      const { tool } = event;
+      const card = toolCard(tool.callId, tool.name);
+      card.setInputs(tool.inputs);
+      if (tool.approval === 'pending') card.setStatus('approval', 'awaiting approval');
+      else if (tool.deferred) card.setStatus('page', 'waiting for the page');
+      else card.setStatus('queued');
+      break;
+    }
+    case 'activity':
+      // Backend tools report running, then ok or error with how long they took.
+      if (event.activityType === 'tool') {
+        const { callId, toolName, status, durationMs } = event.data;
+        const label = status === 'running' ? 'running…' : `${status} · ${durationMs} ms`;
+        toolCard(callId, toolName).setStatus(status, label);
+      }
+      break;
+    case 'tool-result':
+      renderSettledCall(event.tool);
+      break;
+    case 'error':
+      addError(event.message);
+      break;
+    default:
+      // step-started / step-finished / custom / interrupt: nothing to draw.
+      break;
+  }
+  scrollToEnd();
+}
+
+/** A settled call (native ToolCall JSON): rejected, failed, or its result. */
+function renderSettledCall(tool) {
+  const card = toolCard(tool.callId, tool.name);
+  card.setInputs(tool.inputs);
+  if (tool.approval === 'rejected') {
+    card.setStatus('rejected', tool.rejectReason ? `rejected: ${tool.rejectReason}` : 'rejected');
+    return;
+  }
+  const failed = tool.result !== null && typeof tool.result === 'object' && 'error' in tool.result;
+  if (failed) {
+    // A backend failure already shows "error · N ms" from its activity; keep that label.
+    if (card.status.dataset.status !== 'error') card.setStatus('error');
+    card.setResult(show(tool.result.error));
+    return;
+  }
+  // Backend tools already show "ok · N ms" from their activity; keep that label.
+  if (card.status.dataset.status !== 'ok') card.setStatus('ok', 'done');
+  card.setResult(show(tool.result));
+}
+
+/** Draw one stored UIMessage (GET /api/chat/<id>) after a reload. */
+function renderStoredMessage(message) {
+  if (message.role === 'user') {
+    const text = message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+    addUserMessage(text);
+    return;
+  }
+  if (message.role !== 'assistant') return;
+  view.turn = addBubble('assistant');
+  for (const part of message.parts) {
+    if (part.type === 'text' || part.type === 'reasoning') {
+      addBlock(part.type, part.text);
+      view.last = null;
+    } else if (part.type.startsWith('tool-')) {
+      renderStoredToolPart(part);
+    }
+  }
+}
+
+/** Vercel tool part states mapped onto the same card a live stream draws. */
+function renderStoredToolPart(part) {
+  const card = toolCard(part.toolCallId, part.type.slice('tool-'.length));
+  card.setInputs(part.input);
+  const approval = part.approval || {};
+  switch (part.state) {
+    case 'input-streaming':
+      card.setStatus('preparing', 'preparing…');
+      break;
+    case 'input-available':
+      card.setStatus('page', 'waiting for the page');
+      break;
+    case 'approval-requested':
+      card.setStatus('approval', 'awaiting approval');
+      break;
+    case 'approval-responded':
+      card.setStatus(approval.approved ? 'approved' : 'rejected');
+      break;
+    case 'output-available':
+      card.setStatus('ok', 'done');
+      card.setResult(show(part.output));
+      break;
+    case 'output-error':
+      card.setStatus('error');
+      card.setResult(part.errorText);
+      break;
+    case 'output-denied':
+      card.setStatus('rejected', approval.reason ? `rejected: ${approval.reason}` : 'rejected');
+      break;
+    default:
+      card.setStatus(part.state);
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// The conversation
+// ---------------------------------------------------------------------------------
+
+const composer = $('#composer');
+const prompt = $('#prompt');
+const sendButton = $('#send');
+
+const chat = {
+  threadId: '',
+  busy: false,
+  /** true while an approval card waits: a new turn would be refused (409) until then */
+  awaitingApproval: false,
+  /** aborted by "New conversation" so a stream of the old thread stops drawing */
+  controller: new AbortController(),
+};
+
+function api(action) {
+  return `/api/threads/${encodeURIComponent(chat.threadId)}/${action}`;
+}
+
+function setBusy(busy) {
+  chat.busy = busy;
+  const blocked = busy || chat.awaitingApproval;
+  prompt.disabled = blocked;
+  sendButton.disabled = blocked;
+  if (busy) statusLine.textContent = 'Working…';
+  else if (chat.awaitingApproval) statusLine.textContent = 'Waiting for your decision.';
+  else statusLine.textContent = '';
+  if (!blocked) prompt.focus();
+}
+
+function selectedTransport() {
+  const choice = /** @type {HTMLInputElement} */ ($('input[name="delivery"]:checked'));
+  const transport = TRANSPORTS[choice.value];
+  if (!transport) throw new Error(`Delivery "${choice.value}" is not available yet.`);
+  return transport;
+}
+
+/**
+ * Send one request and stream its segment; then, as long as the run stops for
+ * something the page can answer by itself (frontend tools), answer and stream the
+ * continuation. An approval stops the loop: the person answers through the card.
+ */
+async function converse(path, body) {
+  const { signal } = chat.controller;
+  setBusy(true);
+  try {
+    let next = { path, body };
+    while (next) {
+      let interrupt = null;
+      await selectedTransport()({
+        path: next.path,
+        body: next.body,
+        signal,
+        onEvent(event) {
+          if (event.type === 'interrupt') interrupt = event.request;
+          renderEvent(event);
+        },
+      });
+      // Act on the interrupt only once the segment has ended: the run is suspended
+      // (and its interrupt persisted) by then, so the continuation cannot race it.
+      next = interrupt ? settle(interrupt) : null;
+    }
+  } catch (error) {
+    const lost = 'The connection was lost; reload the page to see the rest.';
+    if (!signal.aborted) addError(explain(error, lost));
+  } finally {
+    if (!signal.aborted) setBusy(false);
+  }
+}
+
+/**
+ * What to send for a suspended run: frontend tool results right away, or nothing
+ * (after showing the approval card) when a person has to decide.
+ * @returns {{path: string, body: unknown} | null}
+ */
+function settle(interrupt) {
+  if (interrupt.eventName === 'tool_results') {
+    return { path: api('tool-results'), body: runFrontendTools(interrupt.toolCalls) };
+  }
+  if (interrupt.eventName === 'approval') {
+    showApproval(interrupt);
+    return null;
+  }
+  addError(`The run waits for "${interrupt.eventName}", which this page cannot answer.`);
+  return null;
+}
+
+/** Run each frontend call in the page; a failure is reported to the agent, not thrown. */
+function runFrontendTools(toolCalls) {
+  const results = {};
+  for (const call of toolCalls) {
+    const card = toolCard(call.callId, call.name);
+    const run = FRONTEND_TOOLS[call.name];
+    try {
+      if (!run) throw new Error(`This page has no tool named "${call.name}".`);
+      results[call.callId] = { result: run(call.inputs || {}) };
+      card.setStatus('ok', 'answered by the page');
+      card.setResult(show(results[call.callId].result));
+    } catch (error) {
+      results[call.callId] = { error: String(error && error.message ? error.message : error) };
+      card.setStatus('error', 'failed in the page');
+      card.setResult(results[call.callId].error);
+    }
+  }
+  return results;
+}
+
+/**
+ * The approval card: one row per action with Approve, and Reject with an optional
+ * reason. Decisions are sent together once every action has one, because the run
+ * continues only when its whole batch is decided.
+ */
+function showApproval(interrupt) {
+  const card = /** @type {HTMLElement} */ (
+    $('#approval-template').content.firstElementChild.cloneNode(true)
+  );
+  card.querySelector('.approval-message').textContent = interrupt.message;
+  const list = card.querySelector('.approval-actions');
+  const decisions = {};
+  const undecided = new Set(interrupt.actions.map((action) => action.id));
+
+  for (const action of interrupt.actions) {
+    const row = /** @type {HTMLElement} */ (
+      $('#action-template').content.firstElementChild.cloneNode(true)
+    );
+    row.dataset.callId = action.id;
+    row.querySelector('.action-name').textContent = action.name;
+    row.querySelector('.action-inputs').textContent = show(action.inputs);
+    const reason = row.querySelector('.reason');
+    const buttons = row.querySelectorAll('button');
+
+    const decide = (decision, label) => {
+      buttons.forEach((button) => { button.disabled = true; });
+      reason.disabled = true;
+      row.append(el('p', 'decision', label));
+      decisions[action.id] = decision;
+      undecided.delete(action.id);
+      if (undecided.size === 0) {
+        chat.awaitingApproval = false;
+        card.classList.add('decided');
+        converse(api('approvals'), decisions);
+      }
+    };
+    row.querySelector('.approve').addEventListener('click', () => decide('approve', 'Approved'));
+    row.querySelector('.reject').addEventListener('click', () => {
+      const why = reason.value.trim();
+      decide(why ? ['reject', why] : 'reject', why ? `Rejected: ${why}` : 'Rejected');
+    });
+    list.append(row);
+  }
+
+  chat.awaitingApproval = true;
+  currentTurn().append(card);
+  view.last = null;
+  scrollToEnd();
+  setBusy(chat.busy);
+  card.querySelector('.approve').focus(); // keyboard users land on the decision
+}
+
+async function sendMessage(content) {
+  // Persist the id only once the thread exists on the server, so a reload never asks
+  // for a conversation that was never started.
+  localStorage.setItem(THREAD_KEY, chat.threadId);
+  addUserMessage(content);
+  await converse(api('messages'), { content });
+}
+
+/**
+ * Redraw a stored conversation after a reload, then pick up where its run stopped:
+ * an approval card comes back, a pending frontend call is answered. A reload while a
+ * worker is still writing the reply loses the relay that carried it, but not the run:
+ * wait for the run to stop, then draw the thread again.
+ */
+async function restore(threadId) {
+  const { signal } = chat.controller;
+  let next = null;
+  setBusy(true);
+  try {
+    let run = await redraw(threadId, signal);
+    if (run && run.status === 'running') {
+      statusLine.textContent = 'The reply is still being written…';
+      if (!(await runStops(threadId, signal))) return;
+      resetView();
+      run = await redraw(threadId, signal);
+    }
+    if (run && run.status === 'suspended' && run.interrupt) next = settle(run.interrupt);
+  } catch (error) {
+    if (!signal.aborted) addError(explain(error, 'Could not load the conversation.'));
+  } finally {
+    if (!signal.aborted) setBusy(false);
+  }
+  if (next && !signal.aborted) await converse(next.path, next.body);
+}
+
+/** Draw the stored messages of a thread; returns its run (or null). */
+async function redraw(threadId, signal) {
+  const id = encodeURIComponent(threadId);
+  const stored = await getJSON(`/api/chat/${id}`, signal);
+  if (!stored) return null; // unknown to the server (e.g. a wiped database): start empty
+  for (const message of stored.messages) renderStoredMessage(message);
+  const thread = await getJSON(`/api/threads/${id}`, signal);
+  return thread && thread.run;
+}
+
+/**
+ * Poll the thread until its run is no longer running (true), or give up (false) after
+ * RUN_POLL_LIMIT tries or when the conversation is abandoned.
+ */
+async function runStops(threadId, signal) {
+  for (let attempt = 0; attempt < RUN_POLL_LIMIT && !signal.aborted; attempt += 1) {
+    await new Promise((resolve) => setTimeout(resolve, RUN_POLL_MS));
+    try {
+      const thread = await getJSON(`/api/threads/${encodeURIComponent(threadId)}`, signal);
+      if (!thread || !thread.run || thread.run.status !== 'running') return !signal.aborted;
+    } catch {
+      // a failed poll is retried like a running run
+    }
+  }
+  if (!signal.aborted) addError('The reply is taking long; reload the page later to see it.');
+  return false;
+}
+
+/** Thread ids from the browser's CSPRNG; works on plain http too (randomUUID does not). */
+function newThreadId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return `demo-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
+
+function useThread(threadId) {
+  chat.threadId = threadId;
+  $('#thread-id').textContent = threadId;
+}
+
+function newConversation() {
+  chat.controller.abort(); // an open stream of the old thread stops drawing
+  chat.controller = new AbortController();
+  chat.awaitingApproval = false;
+  localStorage.removeItem(THREAD_KEY);
+  resetView();
+  useThread(newThreadId());
+  setBusy(false);
+}
+
+composer.addEventListener('submit', (event) => {
+  event.preventDefault();
+  const content = prompt.value.trim();
+  if (!content || chat.busy || chat.awaitingApproval) return;
+  prompt.value = '';
+  sendMessage(content);
+});
+$('#new-conversation').addEventListener('click', newConversation);
+
+const saved = localStorage.getItem(THREAD_KEY);
+if (saved && THREAD_ID.test(saved)) {
+  useThread(saved);
+  restore(saved);
+} else {
+  useThread(newThreadId());
+  setBusy(false);
+}
