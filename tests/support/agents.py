@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,13 @@ BATCH_SCRIPT: dict[str, Any] = {
             ],
         },
         {
+            "match": "(?i)meet (\\w+) after (\\w+)",
+            "steps": [
+                {"tool_calls": [{"id": "call_m", "name": "meet", "arguments": {"text": "x"}}]},
+                {"text": "Met: {{last_tool_result}}"},
+            ],
+        },
+        {
             "match": "(?i)weather",
             "steps": [
                 {
@@ -138,9 +146,29 @@ def build_spec(
         bump(counts, "tool.weather")
         return f"sunny in {city}"
 
+    @tool
+    def meet(text: str) -> str:
+        """Rendezvous: mark this turn present, then wait (bounded) for the other one.
+
+        Two turns of different threads can only both finish if they run at once.
+
+        Args:
+            text: unused.
+        """
+        me, other = os.environ.get("RELAYLINE_TEST_MEET", "a,b").split(",")
+        mine = "meet." + (me if count(counts, "meet." + me) == 0 else other)
+        theirs = "meet." + (other if mine.endswith(me) else me)
+        bump(counts, mine)
+        deadline = time.monotonic() + 20
+        while count(counts, theirs) == 0:
+            if time.monotonic() > deadline:
+                return "alone"
+            time.sleep(0.02)  # waiting on the other process's file, bounded above
+        return "together"
+
     return AgentSpec(
         provider=CountingProvider(BATCH_SCRIPT, counts, crash_on_call, sigkill),
-        tools=[delete_file, weather],
+        tools=[delete_file, weather, meet],
         frontend_tools=[
             FrontendTool("read_title", "Read the page title"),
             FrontendTool(
