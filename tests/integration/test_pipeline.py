@@ -241,3 +241,30 @@ def test_frontend_wait_deadline_is_settled_by_a_scheduled_task(
             )
         finally:
             store.dispose()
+
+
+def test_two_workers_serve_turns_of_different_threads_at_once(
+    tmp_path: Path, redis_base_url: str
+) -> None:
+    """Each turn's tool waits for the other turn's tool: both finish only in parallel."""
+    import concurrent.futures
+
+    import redis
+
+    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    redis_url = f"{redis_base_url}/14"
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushdb()
+    Store(database_url).dispose()
+    with running_stack(stack_env(redis_url, database_url, tmp_path), workers=2) as (web, workers):
+        stack = Stack(web, workers, tmp_path, database_url)
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            turns = [
+                pool.submit(stack.sse, f"/api/threads/{t}/messages", {"content": "meet a after b"})
+                for t in ("p-1", "p-2")
+            ]
+            results = [turn.result(timeout=60) for turn in turns]
+    for events in results:
+        text = "".join(e["content"] for e in events if e["type"] == "text")
+        assert text == "Met: together"
+    assert count(tmp_path, "meet.a") == 1 and count(tmp_path, "meet.b") == 1

@@ -155,9 +155,11 @@ def build_spec(
         Args:
             text: unused.
         """
-        me, other = os.environ.get("RELAYLINE_TEST_MEET", "a,b").split(",")
-        mine = "meet." + (me if count(counts, "meet." + me) == 0 else other)
-        theirs = "meet." + (other if mine.endswith(me) else me)
+        try:  # the first turn claims "a" atomically, the second becomes "b"
+            os.close(os.open(counts / "meet.claim", os.O_CREAT | os.O_EXCL))
+            mine, theirs = "meet.a", "meet.b"
+        except FileExistsError:
+            mine, theirs = "meet.b", "meet.a"
         bump(counts, mine)
         deadline = time.monotonic() + 20
         while count(counts, theirs) == 0:
