@@ -268,3 +268,16 @@ def test_two_workers_serve_turns_of_different_threads_at_once(
         text = "".join(e["content"] for e in events if e["type"] == "text")
         assert text == "Met: together"
     assert count(tmp_path, "meet.a") == 1 and count(tmp_path, "meet.b") == 1
+
+
+def test_a_client_that_disconnects_stops_only_the_relay(stack: Stack) -> None:
+    response = stack.post("/api/threads/d-1/messages", {"content": "slow please"}, stream=True)
+    lines = response.iter_lines(decode_unicode=True)
+    first_text = next(line for line in lines if line.startswith("data: ") and '"text"' in line)
+    assert first_text
+    response.close()  # the browser tab went away mid-answer
+    run = stack.wait_for_run("d-1", "completed")
+    assert run["status"] == "completed"
+    history = stack.get("/api/chat/d-1").json()["messages"]
+    text = "".join(p["text"] for p in history[-1]["parts"] if p["type"] == "text")
+    assert text == "One slow answer. " * 12

@@ -102,6 +102,10 @@ BATCH_SCRIPT: dict[str, Any] = {
             ],
         },
         {
+            "match": "(?i)slow",
+            "steps": [{"chunk_delay_ms": 20, "text": "One slow answer. " * 12}],
+        },
+        {
             "match": "(?i)weather",
             "steps": [
                 {
