@@ -7,7 +7,7 @@ a person's decisions. Both are rebuilt from the persisted run, never from a clie
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,8 +49,53 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.astimezone(UTC).isoformat(timespec="seconds")
 
 
+def _new_answers(
+    answers: Mapping[str, Any],
+    pending: Sequence[str],
+    settled: Mapping[str, Any],
+    valid: Callable[[Any], bool],
+    texts: tuple[str, str, str],
+) -> dict[str, Any]:
+    """The answers that are new. Raises WorkflowError for a foreign id, a malformed
+    answer or a different outcome for a settled call; identical restatements pass.
+    ``texts`` are the three messages, each formatted with the call id."""
+    foreign, malformed, conflict = texts
+    new: dict[str, Any] = {}
+    for call_id, entry in answers.items():
+        if call_id not in pending and call_id not in settled:
+            raise WorkflowError(foreign.format(call_id), "not_awaited")
+        if not valid(entry):
+            raise WorkflowError(malformed.format(call_id), "not_awaited")
+        if call_id not in settled:
+            new[call_id] = entry
+        elif dumps(settled[call_id]) != dumps(entry):
+            raise WorkflowError(conflict.format(call_id), "settled")
+    return new
+
+
+class _Wait:
+    """What both requests share: an id, a deadline and the head of their JSON."""
+
+    interrupt_id: int
+    expires_at: datetime | None
+    message: str
+    event_name: str
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
+
+    def _json_head(self) -> dict[str, Any]:
+        return {
+            "interruptId": self.interrupt_id,
+            "type": "wait_for_event",
+            "eventName": self.event_name,
+            "expiresAt": _iso(self.expires_at),
+            "message": self.message,
+        }
+
+
 @dataclasses.dataclass(frozen=True)
-class ToolResultsRequest:
+class ToolResultsRequest(_Wait):
     """Waiting for the results of frontend calls. ``accepted`` holds earlier partial results."""
 
     interrupt_id: int
@@ -70,48 +115,16 @@ class ToolResultsRequest:
     def candidate_ids(self) -> set[str]:
         return set(self.pending_ids) | set(self.accepted)
 
-    def expired(self, now: datetime | None = None) -> bool:
-        return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
-
     def to_json(self) -> dict[str, Any]:
-        return {
-            "interruptId": self.interrupt_id,
-            "type": "wait_for_event",
-            "eventName": self.event_name,
-            "expiresAt": _iso(self.expires_at),
-            "message": self.message,
-            "toolCalls": [c.tool_call_json() for c in self.tool_calls],
-        }
+        return {**self._json_head(), "toolCalls": [c.tool_call_json() for c in self.tool_calls]}
 
     def validate_results(self, results: Mapping[str, Any]) -> dict[str, Any]:
-        """Check a native result map; returns only the entries that are new.
-
-        Raises WorkflowError for a foreign id, a malformed entry or a different
-        outcome for a settled call. An identical restatement is accepted.
-        """
-        pending = set(self.pending_ids)
-        new: dict[str, Any] = {}
-        for call_id, entry in results.items():
-            if call_id not in pending and call_id not in self.accepted:
-                raise WorkflowError(
-                    f"Tool result '{call_id}' does not belong to this deferred batch.",
-                    "not_awaited",
-                )
-            if not _valid_result_entry(entry):
-                raise WorkflowError(
-                    f"Tool result '{call_id}' must contain either 'result' or a string 'error'.",
-                    "not_awaited",
-                )
-            if call_id in self.accepted:
-                if dumps(self.accepted[call_id]) != dumps(entry):
-                    raise WorkflowError(
-                        f"Tool result '{call_id}' has already been settled "
-                        "with a different outcome.",
-                        "settled",
-                    )
-                continue
-            new[call_id] = entry
-        return new
+        """Check a native result map; returns only the entries that are new."""
+        return _new_answers(results, self.pending_ids, self.accepted, _valid_result_entry, (
+            "Tool result '{}' does not belong to this deferred batch.",
+            "Tool result '{}' must contain either 'result' or a string 'error'.",
+            "Tool result '{}' has already been settled with a different outcome.",
+        ))  # fmt: skip
 
 
 def _valid_result_entry(entry: Any) -> bool:
@@ -123,7 +136,7 @@ def _valid_result_entry(entry: Any) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class ApprovalRequest:
+class ApprovalRequest(_Wait):
     """Waiting for a person to approve or reject calls. Action ids are call ids."""
 
     interrupt_id: int
@@ -154,55 +167,28 @@ class ApprovalRequest:
     def candidate_ids(self) -> set[str]:
         return set(self.pending_ids) | set(self.decided)
 
-    def expired(self, now: datetime | None = None) -> bool:
-        return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
-
     def to_json(self) -> dict[str, Any]:
-        return {
-            "interruptId": self.interrupt_id,
-            "type": "wait_for_event",
-            "eventName": self.event_name,
-            "expiresAt": _iso(self.expires_at),
-            "message": self.message,
-            "actions": [
-                {
-                    "id": a.id,
-                    "name": a.name,
-                    "description": a.description,
-                    "decision": None,
-                    "feedback": None,
-                    "reason": None,
-                    "inputs": a.inputs,
-                }
-                for a in self.actions
-            ],
-        }
+        actions = [
+            {
+                "id": a.id,
+                "name": a.name,
+                "description": a.description,
+                "decision": None,
+                "feedback": None,
+                "reason": None,
+                "inputs": a.inputs,
+            }
+            for a in self.actions
+        ]
+        return {**self._json_head(), "actions": actions}
 
     def validate_decisions(self, decisions: Mapping[str, Any]) -> dict[str, Any]:
         """Check a native decision map; returns only the entries that are new."""
-        pending = set(self.pending_ids)
-        new: dict[str, Any] = {}
-        for call_id, decision in decisions.items():
-            if call_id not in pending and call_id not in self.decided:
-                raise WorkflowError(
-                    f"Approval decision '{call_id}' does not belong to this approval request.",
-                    "not_awaited",
-                )
-            if not valid_decision(decision):
-                raise WorkflowError(
-                    f'Approval decision \'{call_id}\' must be "approve", "reject" '
-                    'or ["reject", "<reason>"].',
-                    "not_awaited",
-                )
-            if call_id in self.decided:
-                if dumps(self.decided[call_id]) != dumps(decision):
-                    raise WorkflowError(
-                        f"Tool call '{call_id}' has already been decided with a different outcome.",
-                        "settled",
-                    )
-                continue
-            new[call_id] = decision
-        return new
+        return _new_answers(decisions, self.pending_ids, self.decided, valid_decision, (
+            "Approval decision '{}' does not belong to this approval request.",
+            'Approval decision \'{}\' must be "approve", "reject" or ["reject", "<reason>"].',
+            "Tool call '{}' has already been decided with a different outcome.",
+        ))  # fmt: skip
 
 
 def valid_decision(decision: Any) -> bool:

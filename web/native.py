@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from shared.adapters import NativeAdapter
-from shared.agent import Agent
+from shared.agent import Agent, Continuation
 from shared.errors import InputTranslationError
 from shared.messages import Message
 from web.auth import current_user, thread_for
@@ -33,22 +33,21 @@ def post_message(thread_id: str) -> Response:
     return deliver("relayline.run_turn", job, HEADERS)
 
 
+def _continue(staged: Continuation, agent: Agent) -> Response:
+    job = continue_job(agent, "default", staged, "native", {})
+    return deliver("relayline.continue_run", job, HEADERS)
+
+
 @bp.post("/api/threads/<thread_id>/tool-results")
 def post_tool_results(thread_id: str) -> Response:
     agent = _agent(thread_id, must_exist=True)
-    staged = agent.submit_tool_results(json_body())
-    return deliver(
-        "relayline.continue_run", continue_job(agent, "default", staged, "native", {}), HEADERS
-    )
+    return _continue(agent.submit_tool_results(json_body()), agent)
 
 
 @bp.post("/api/threads/<thread_id>/approvals")
 def post_approvals(thread_id: str) -> Response:
     agent = _agent(thread_id, must_exist=True)
-    staged = agent.submit_approval_decisions(json_body())
-    return deliver(
-        "relayline.continue_run", continue_job(agent, "default", staged, "native", {}), HEADERS
-    )
+    return _continue(agent.submit_approval_decisions(json_body()), agent)
 
 
 @bp.get("/api/threads/<thread_id>")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,23 @@ def _stack(database_urls: Iterator[str], counts: Path, redis_base_url: str) -> I
     Store(database_url).dispose()  # migrate before any worker touches the database
     with running_stack(stack_env(redis_url, database_url, counts), workers=1) as (web, workers):
         yield Stack(web, workers, counts, database_url)
+
+
+@contextmanager
+def own_stack(
+    tmp_path: Path, redis_base_url: str, db: int, workers: int = 1, **env: str
+) -> Iterator[Stack]:
+    """A stack of its own (for tests that change the workers' environment)."""
+    import redis
+
+    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    redis_url = f"{redis_base_url}/{db}"
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushdb()
+    Store(database_url).dispose()
+    full_env = {**stack_env(redis_url, database_url, tmp_path), **env}
+    with running_stack(full_env, workers=workers) as (web, started):
+        yield Stack(web, started, tmp_path, database_url)
 
 
 def agui_body(thread: str, run: str, messages: list[Any], **extra: Any) -> dict[str, Any]:
@@ -184,18 +202,9 @@ def test_refusals_come_before_any_header(stack: Stack) -> None:
 def test_worker_killed_after_a_backend_tool_is_redelivered_without_rerunning_it(
     tmp_path: Path, redis_base_url: str
 ) -> None:
-    import redis
-
-    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/11"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
-    Store(database_url).dispose()
     # The second model call SIGKILLs the pool process: the weather tool ran and was
     # checkpointed just before.
-    env = {**stack_env(redis_url, database_url, tmp_path), "RELAYLINE_TEST_SIGKILL_ON_CALL": "2"}
-    with running_stack(env, workers=1) as (web, workers):
-        stack = Stack(web, workers, tmp_path, database_url)
+    with own_stack(tmp_path, redis_base_url, 11, RELAYLINE_TEST_SIGKILL_ON_CALL="2") as stack:
         user = {"id": "u-k1", "role": "user", "content": "Weather please"}
         events = stack.sse("/agui", agui_body("k-1", "r1", [user]))
         assert count(tmp_path, "killed") == 1
@@ -205,7 +214,7 @@ def test_worker_killed_after_a_backend_tool_is_redelivered_without_rerunning_it(
         assert events[-1]["message"] == "The run failed."
         run = stack.wait_for_run("k-1", "completed")
         assert run["status"] == "completed" and run["attempt"] == 2
-        store = Store(database_url)
+        store = Store(stack.database_url)
         try:
             assert store.messages("k-1")[-1].text == "Weather: sunny in Oslo"
         finally:
@@ -217,16 +226,7 @@ def test_worker_killed_after_a_backend_tool_is_redelivered_without_rerunning_it(
 def test_frontend_wait_deadline_is_settled_by_a_scheduled_task(
     tmp_path: Path, redis_base_url: str
 ) -> None:
-    import redis
-
-    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/12"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
-    Store(database_url).dispose()
-    env = {**stack_env(redis_url, database_url, tmp_path), "RELAYLINE_TEST_WAIT_TIMEOUT": "1"}
-    with running_stack(env, workers=1) as (web, workers):
-        stack = Stack(web, workers, tmp_path, database_url)
+    with own_stack(tmp_path, redis_base_url, 12, RELAYLINE_TEST_WAIT_TIMEOUT="1") as stack:
         events = stack.sse("/api/threads/x-1/messages", {"content": "What is the title?"})
         assert events[-1]["type"] == "interrupt"
         assert events[-1]["request"]["expiresAt"] is not None
@@ -234,7 +234,7 @@ def test_frontend_wait_deadline_is_settled_by_a_scheduled_task(
         assert run["status"] == "completed"
         late = stack.post("/api/threads/x-1/tool-results", {"call_t": {"result": "late"}})
         assert late.status_code == 400
-        store = Store(database_url)
+        store = Store(stack.database_url)
         try:
             assert (
                 store.messages("x-1")[-1].text == "The title is External tool execution timed out.."
@@ -249,21 +249,15 @@ def test_two_workers_serve_turns_of_different_threads_at_once(
     """Each turn's tool waits for the other turn's tool: both finish only in parallel."""
     import concurrent.futures
 
-    import redis
-
-    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/14"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
-    Store(database_url).dispose()
-    with running_stack(stack_env(redis_url, database_url, tmp_path), workers=2) as (web, workers):
-        stack = Stack(web, workers, tmp_path, database_url)
-        with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            turns = [
-                pool.submit(stack.sse, f"/api/threads/{t}/messages", {"content": "meet a after b"})
-                for t in ("p-1", "p-2")
-            ]
-            results = [turn.result(timeout=60) for turn in turns]
+    with (
+        own_stack(tmp_path, redis_base_url, 14, workers=2) as stack,
+        concurrent.futures.ThreadPoolExecutor(2) as pool,
+    ):
+        turns = [
+            pool.submit(stack.sse, f"/api/threads/{t}/messages", {"content": "meet a after b"})
+            for t in ("p-1", "p-2")
+        ]
+        results = [turn.result(timeout=60) for turn in turns]
     for events in results:
         text = "".join(e["content"] for e in events if e["type"] == "text")
         assert text == "Met: together"
