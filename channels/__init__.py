@@ -26,6 +26,8 @@ from channels.errors import (
     PublishError,
 )
 from channels.fragments import Fragment
+from channels.mercure import MercureChannel, subscriber_token, thread_topic
+from channels.pusher import PusherChannel, pusher_client, thread_channel
 from channels.redis import HEARTBEAT, Heartbeat, RedisChannel, RedisChannelReader
 from channels.testing import FakeChannel
 
@@ -50,9 +52,15 @@ __all__ = [
     "Fragment",
     "GapError",
     "Heartbeat",
+    "MercureChannel",
     "PublishError",
+    "PusherChannel",
     "RedisChannel",
     "RedisChannelReader",
     "SegmentState",
     "is_terminal",
+    "pusher_client",
+    "subscriber_token",
+    "thread_channel",
+    "thread_topic",
 ]

@@ -1,0 +1,292 @@
+"""MercureChannel against a real Mercure hub (flask-mercure-sse), read by an SSE
+subscriber holding a subscriber JWT (catalogue E, J 153-160): the shared behaviour
+suite, update replays, private updates, and packed protocol output."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import queue
+import socket
+import threading
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+import requests
+from ag_ui_validate.pytest_plugin import assert_valid_agui
+
+from channels import (
+    AbstractChannel,
+    Consumer,
+    Envelope,
+    MercureChannel,
+    subscriber_token,
+)
+from channels.envelope import FRAGMENT, TERMINALS
+from channels.mercure import publisher_token
+from shared.adapters import AGUIAdapter, StreamAdapter, VercelAIAdapter
+from shared.agent import Agent, AgentSpec
+from shared.events import ProtocolEvent
+from shared.persistence import Store
+from shared.providers import ScriptedProvider
+from tests.integration.channels.behaviour import ChannelBehaviour, terminal_arrived
+from tests.support.mercure_hub import MercureHub, mercure_hub
+from tests.unit.channels.support import State
+
+pytestmark = pytest.mark.integration
+
+LONG = "Perugia è bella / 😀 日本語 " * 300
+DONE = State("thread-42")
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[MercureHub]:
+    with mercure_hub() as running:
+        yield running
+
+
+def topic_for(name: str) -> str:
+    return f"https://relayline.test/threads/{name.replace(':', '-')}"
+
+
+def publish(hub: MercureHub, topic: str, data: str, private: bool = False) -> None:
+    """A plain update from the test itself (probes and sentinels)."""
+    fields = {"topic": topic, "data": data} | ({"private": "on"} if private else {})
+    response = requests.post(
+        hub.url,
+        data=fields,
+        headers={"Authorization": f"Bearer {publisher_token(hub.publisher_key)}"},
+        timeout=10,
+    )
+    response.raise_for_status()
+
+
+class MercureSubscription:
+    """An SSE subscription to ``topic`` (plus a probe topic, published to until the
+    first probe arrives: then the hub is dispatching to this subscriber)."""
+
+    def __init__(self, hub: MercureHub, topic: str, token: str, timeout: float = 10.0) -> None:
+        self.updates: queue.Queue[str | None] = queue.Queue()
+        self.raw: list[str] = []  # every update's data on ``topic``, in arrival order
+        probe = f"urn:relayline:probe:{uuid.uuid4().hex}"
+        url = urllib.parse.urlsplit(hub.url)
+        query = urllib.parse.urlencode([("topic", topic), ("topic", probe)])
+        self.sock = socket.create_connection((url.hostname, url.port or 80), timeout=timeout)
+        self.sock.settimeout(None)  # the reader blocks; close() shuts the socket down
+        self.sock.sendall(
+            f"GET {url.path}?{query} HTTP/1.0\r\nHost: {url.netloc}\r\n"
+            f"Accept: text/event-stream\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+        )
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        try:
+            for _ in range(int(timeout / 0.2)):
+                publish(hub, probe, "probe")
+                if self._take(0.2) == "probe":
+                    return
+            raise AssertionError(f"the hub dispatched no probe within {timeout}s")
+        except BaseException:
+            self.close()
+            raise
+
+    def _read(self) -> None:
+        # HTTP/1.0: no chunked encoding, the body is the event stream until close.
+        with self.sock.makefile("rb") as stream:
+            status = stream.readline().decode()
+            if " 200 " not in status:
+                self.updates.put(f"!{status.strip()}")
+            while stream.readline().strip():  # headers
+                pass
+            data: list[str] = []
+            for raw in stream:
+                line = raw.decode("utf-8").rstrip("\r\n")
+                if line.startswith("data:"):
+                    data.append(line[5:].removeprefix(" "))
+                elif not line and data:  # only unnamed ``message`` events are ours
+                    self.updates.put("\n".join(data))
+                    data = []
+        self.updates.put(None)
+
+    def _take(self, timeout: float) -> str | None:
+        try:
+            update = self.updates.get(timeout=timeout)
+        except queue.Empty:
+            return ""
+        if update is None or update.startswith("!"):
+            raise AssertionError(f"the subscription ended: {update}")
+        return update
+
+    def next_update(self, timeout: float) -> str:
+        """The next update on the topic (probes skipped)."""
+        while (update := self._take(timeout)) in ("probe", ""):
+            if update == "":
+                raise AssertionError(f"no update within {timeout}s")
+        assert update is not None
+        self.raw.append(update)
+        return update
+
+    def receive(self, timeout: float) -> list[dict[str, Any]]:
+        frames: list[dict[str, Any]] = []
+        while not terminal_arrived(frames):
+            update = json.loads(self.next_update(timeout))
+            assert isinstance(update, list), "each update is a JSON array of envelopes"
+            frames.extend(update)
+        return frames
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # already closed by the hub
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.reader.join(5)
+        self.sock.close()
+
+
+def flaky_sessions(fail_on: int | None) -> Callable[[], requests.Session]:
+    """Sessions whose n-th publish, counted across them, carries a forged JWT: the hub
+    refuses it (403)."""
+    posts = itertools.count(1)
+
+    class FlakySession(requests.Session):
+        def post(self, url: Any, data: Any = None, json: Any = None, **kwargs: Any) -> Any:
+            if next(posts) == fail_on:
+                kwargs["headers"] = {**kwargs["headers"], "Authorization": "Bearer forged"}
+            return super().post(url, data=data, json=json, **kwargs)
+
+    return FlakySession
+
+
+class TestMercureBehaviour(ChannelBehaviour):
+    @pytest.fixture(autouse=True)
+    def _hub(self, hub: MercureHub) -> None:
+        self.hub = hub
+
+    def make_channel(
+        self, name: str, *, fragmenting: bool = False, fail_delivery: int | None = None
+    ) -> AbstractChannel:
+        return MercureChannel(
+            self.hub.url,
+            topic_for(name),
+            self.hub.publisher_key,
+            max_request_bytes=3000 if fragmenting else 1_048_576,
+            session_factory=flaky_sessions(fail_delivery),
+        )
+
+    def subscribe(self, name: str) -> MercureSubscription:
+        token = subscriber_token(self.hub.subscriber_key, topic_for(name), 60)
+        return MercureSubscription(self.hub, topic_for(name), token)
+
+
+def subscription(hub: MercureHub, topic: str) -> MercureSubscription:
+    return MercureSubscription(hub, topic, subscriber_token(hub.subscriber_key, topic, 60))
+
+
+def delivered(frames: list[Any], batches: Sequence[str] = ()) -> list[tuple[str, Any]]:
+    found: list[Envelope] = []
+    gaps: list[str] = []
+    consumer = Consumer(found.append, gaps.append)
+    for frame in frames:
+        consumer.feed(frame)
+    for batch in batches:
+        consumer.feed_batch(batch)
+    assert not gaps
+    return [(e.type, e.data) for e in found]
+
+
+@pytest.mark.parametrize("terminal", sorted(TERMINALS))
+def test_terminal_first_then_reversed_duplicated_fragments_gives_the_exact_events(
+    hub: MercureHub, terminal: str
+) -> None:
+    # J153 (and J154: every update delivered twice) on what the hub dispatched.
+    topic = topic_for(f"j153:{uuid.uuid4().hex}")
+    reader = subscription(hub, topic)
+    channel = MercureChannel(hub.url, topic, hub.publisher_key, max_request_bytes=8000)
+    events = [
+        ProtocolEvent("text-start", {"id": "t1"}),
+        ProtocolEvent("text-delta", {"id": "t1", "delta": LONG}),
+        ProtocolEvent("tool-output-available", {"toolCallId": "c1", "output": LONG[::-1]}),
+    ]
+    try:
+        for event in events:
+            channel.send(event)
+        {
+            "stream.completed": lambda: channel.completed(DONE, "thread-42"),
+            "stream.interrupted": lambda: channel.interrupted(DONE),
+            "stream.failed": lambda: channel.failed(RuntimeError("boom"), "thread-42"),
+        }[terminal]()
+        frames = reader.receive(10)
+    finally:
+        reader.close()
+    expected = [(e.type, e.data) for e in events] + [(terminal, {"workflowId": "thread-42"})]
+    fragments = [f for f in frames if f["type"] == FRAGMENT]
+    assert len({f["sequence"] for f in fragments}) == 2
+    first, last = frames[0], frames[-1]
+    assert last["type"] == terminal and frames == [first, *fragments, last]
+    assert delivered([last, *(fragments + fragments)[::-1], first]) == expected
+    assert delivered([], [u for update in reader.raw for u in (update, update)]) == expected
+
+
+def test_private_updates_are_refused_to_a_subscriber_without_rights(hub: MercureHub) -> None:
+    topic = topic_for(f"private:{uuid.uuid4().hex}")
+    elsewhere = subscriber_token(hub.subscriber_key, topic_for("someone-else"), 60)
+    stranger = MercureSubscription(hub, topic, elsewhere)
+    reader = subscription(hub, topic)
+    try:
+        channel = MercureChannel(hub.url, topic, hub.publisher_key)
+        channel.send(ProtocolEvent("text-delta", {"id": "t1", "delta": "secret"}))
+        channel.completed(DONE, "thread-42")
+        assert [f["type"] for f in reader.receive(10)] == ["text-delta", "stream.completed"]
+        publish(hub, topic, "sentinel")  # public, and dispatched after the private ones
+        assert stranger.next_update(10) == "sentinel"
+        assert reader.next_update(10) == "sentinel"
+    finally:
+        stranger.close()
+        reader.close()
+    anonymous = requests.get(hub.url, params={"topic": topic}, timeout=10)
+    assert anonymous.status_code == 401
+
+
+#: one long answer in a few big chunks, so its deltas fragment
+LONG_SCRIPT = {"chunk_size": 6000, "rules": [{"match": "", "steps": [{"text": LONG * 2}]}]}
+ADAPTERS: dict[str, Callable[[str], StreamAdapter]] = {
+    "agui": lambda thread: AGUIAdapter(thread, "client-run-1"),
+    "vercel": lambda thread: VercelAIAdapter(),
+}
+
+
+@pytest.mark.parametrize("protocol", sorted(ADAPTERS))
+def test_protocol_output_packed_and_fragmented_arrives_intact(  # J160
+    hub: MercureHub, sqlite_store: Store, protocol: str
+) -> None:
+    topic = topic_for(f"j160:{uuid.uuid4().hex}")
+    agent = Agent(
+        f"thread-{uuid.uuid4().hex[:8]}", AgentSpec(ScriptedProvider(LONG_SCRIPT)), sqlite_store
+    )
+    agent.set_stream_adapter(lambda: ADAPTERS[protocol](agent.thread_id))
+    agent.set_channel(
+        lambda: MercureChannel(
+            hub.url,
+            topic,
+            hub.publisher_key,
+            max_request_bytes=8000,
+            max_requests_per_second=20,  # events pack while the slot is closed
+        )
+    )
+    reader = subscription(hub, topic)
+    try:
+        pulled = list(agent.stream("Tell me about Perugia"))
+        frames = reader.receive(10)
+    finally:
+        reader.close()
+    assert sum(1 for f in frames if f["type"] == FRAGMENT) > 2
+    assert max(len(json.loads(update)) for update in reader.raw) > 1  # packed
+    events = delivered(frames)
+    assert events == [(p.type, p.data) for p in pulled] + [
+        ("stream.completed", {"workflowId": agent.thread_id})
+    ]
+    deltas = [d.get("delta", "") for t, d in events if "CONTENT" in t or t == "text-delta"]
+    assert "".join(deltas) == LONG * 2
+    if protocol == "agui":
+        assert_valid_agui([{"type": t, **d} for t, d in events[:-1]])
