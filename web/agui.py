@@ -38,7 +38,16 @@ def _seed_messages(agent: Agent, spec: AgentSpec, client: list[Any]) -> list[Any
     no message appears twice (matched by id)."""
     stored = hydrate(agent.history(), agent.inspect(), redact=_redact(spec))["messages"]
     known = {m.get("id") for m in stored}
-    extra = [m for m in client if isinstance(m, dict) and m.get("id") not in known]
+    # A result the client sent under its own message id is stored as result_<callId>:
+    # keep only the stored copy, or snapshots would show the result twice.
+    answered = {m.get("toolCallId") for m in stored if m.get("role") == "tool"}
+    extra = [
+        m
+        for m in client
+        if isinstance(m, dict)
+        and m.get("id") not in known
+        and not (m.get("role") == "tool" and m.get("toolCallId") in answered)
+    ]
     return [*stored, *extra]
 
 

@@ -8,10 +8,12 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from flask import Response, request
+from flask import Response, jsonify, request
 from werkzeug.exceptions import BadRequest
 
 from channels import ChannelReadError, RedisChannelReader, is_terminal
+from channels.mercure import thread_topic
+from channels.pusher import thread_channel
 from shared.agent import Agent, Continuation
 from shared.errors import RunInFlightError
 from shared.events import ProtocolEvent
@@ -104,10 +106,44 @@ def continue_job(
 
 
 def deliver(task: str, job: dict[str, Any], headers: Mapping[str, str]) -> Response:
+    """Relay (one SSE response) or push (202 with where to listen), as the request's
+    ``?delivery=`` or RELAYLINE_DELIVERY asks."""
     delivery = request.args.get("delivery") or services().settings.delivery
     if delivery == "relay":
         return relay(task, job, headers)
-    raise BadRequest(f"Unknown delivery {delivery!r}; this server supports 'relay'.")
+    if delivery in ("pusher", "mercure"):
+        return push(task, job, delivery)
+    raise BadRequest(f"Unknown delivery {delivery!r}; use relay, pusher or mercure.")
+
+
+def push(task: str, job: dict[str, Any], delivery: str) -> Response:
+    settings = services().settings
+    thread_id = job["threadId"]
+    if delivery == "pusher":
+        if not (settings.pusher_app_id and settings.pusher_key and settings.pusher_secret):
+            raise BadRequest("Pusher delivery is not configured on this server.")
+        encrypted = settings.pusher_encryption_master_key_base64 is not None
+        where = {
+            "channel": thread_channel(thread_id, encrypted=encrypted),
+            "key": settings.pusher_key,
+            "authEndpoint": "/pusher/auth",
+        }
+    else:
+        if not (settings.mercure_hub_url and settings.mercure_publisher_jwt_key):
+            raise BadRequest("Mercure delivery is not configured on this server.")
+        where = {
+            "hubUrl": settings.mercure_hub_url,
+            "topic": thread_topic(settings.public_url, thread_id),
+            "tokenEndpoint": f"/mercure/token?threadId={thread_id}",
+        }
+    target = {"kind": delivery}
+    services().celery.send_task(task, kwargs={"job": {**job, "target": target}})
+    body = {"threadId": thread_id, "delivery": delivery, **where}
+    if "runId" in job:
+        body["runId"] = job["runId"]
+    response = jsonify(body)
+    response.status_code = 202
+    return response
 
 
 def relay(task: str, job: dict[str, Any], headers: Mapping[str, str]) -> Response:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from channels import RedisChannel
+from channels import MercureChannel, PusherChannel, RedisChannel
 from shared.delivery import Channel
+from shared.settings import Settings
 from worker.resources import Resources
 
 #: seconds a relayed segment waits for the web process's subscription before publishing
@@ -21,9 +22,25 @@ def channel_factory(
     if kind == "relay":
         name = target["channel"]
         return lambda: RedisChannel(res.redis, name, await_listener=AWAIT_LISTENER)
+    if kind == "pusher":
+        return lambda: PusherChannel.from_settings(res.settings, thread_id)
+    if kind == "mercure":
+        return lambda: MercureChannel.from_settings(res.settings, thread_id)
     if kind == "none":
         return lambda: DiscardChannel()
     raise ValueError(f"Unknown delivery target {target!r}.")
+
+
+def push_target(settings: Settings) -> dict[str, Any]:
+    """Where output nobody asked for goes (a timer settling a wait): the configured push
+    channel, or nowhere (the result still lands in history)."""
+    if settings.delivery in ("pusher", "mercure"):
+        return {"kind": settings.delivery}
+    if settings.pusher_app_id and settings.pusher_key and settings.pusher_secret:
+        return {"kind": "pusher"}
+    if settings.mercure_hub_url and settings.mercure_publisher_jwt_key:
+        return {"kind": "mercure"}
+    return {"kind": "none"}
 
 
 class DiscardChannel:

@@ -23,7 +23,7 @@ from shared.protocols import adapter_factory, failure_frames
 from shared.tools import FrontendTool
 from worker.app import LEASE_SECONDS, app
 from worker.resources import Resources, resources
-from worker.targets import channel_factory
+from worker.targets import channel_factory, push_target
 
 logger = logging.getLogger("relayline.worker")
 
@@ -92,7 +92,7 @@ def _schedule_expiry(state: RunState, job: dict[str, Any]) -> None:
                 "attempt": state.attempt,
                 "protocol": "native",
                 "seed": {},
-                "target": job.get("pushTarget") or {"kind": "none"},
+                "target": push_target(resources().settings),
             }
         },
         eta=request.expires_at,

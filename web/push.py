@@ -1,0 +1,62 @@
+"""Authorization for browsers that subscribe to push delivery: Pusher channel auth and
+Mercure subscriber tokens, for the thread's owner only (404 for anyone else).
+
+Subscribing to a thread that does not exist yet claims it for the caller, so a browser
+can listen before its first turn without anyone else being able to listen in."""
+
+from __future__ import annotations
+
+import re
+
+from flask import Blueprint, Response, jsonify, request
+from werkzeug.exceptions import BadRequest, NotFound
+
+from channels.mercure import subscriber_token, thread_topic
+from channels.pusher import pusher_client
+from web.auth import current_user, thread_for
+from web.services import services
+
+bp = Blueprint("push", __name__)
+
+#: seconds a Mercure subscriber token stays valid (EventSource reconnects reuse it)
+TOKEN_TTL = 3600
+_PUSHER_CHANNEL = re.compile(r"^private-(?:encrypted-)?thread-(.+)$")
+
+
+def _claim(thread_id: str) -> str:
+    user = current_user()
+    if thread_for(thread_id, user) is None:
+        services().store.create_thread(thread_id, user)
+    if thread_for(thread_id, user) is None:  # someone else claimed it in between
+        raise NotFound(f"Thread '{thread_id}' was not found.")
+    return thread_id
+
+
+@bp.post("/pusher/auth")
+def pusher_auth() -> Response:
+    settings = services().settings
+    if not (settings.pusher_app_id and settings.pusher_key and settings.pusher_secret):
+        raise NotFound("Pusher delivery is not configured.")
+    socket_id = request.form.get("socket_id", "")
+    channel = request.form.get("channel_name", "")
+    match = _PUSHER_CHANNEL.match(channel)
+    if not socket_id or match is None:
+        raise BadRequest("Pusher auth needs socket_id and a private-thread-<id> channel_name.")
+    encrypted = channel.startswith("private-encrypted-")
+    if encrypted != (settings.pusher_encryption_master_key_base64 is not None):
+        raise BadRequest(f"Channel {channel!r} is not the one this server publishes to.")
+    _claim(match.group(1))
+    auth = pusher_client(settings).authenticate(channel=channel, socket_id=socket_id)
+    # The SDK hands an encrypted channel's shared secret back as bytes.
+    return jsonify({k: v.decode() if isinstance(v, bytes) else v for k, v in auth.items()})
+
+
+@bp.get("/mercure/token")
+def mercure_token() -> Response:
+    settings = services().settings
+    if not (settings.mercure_hub_url and settings.mercure_subscriber_jwt_key):
+        raise NotFound("Mercure delivery is not configured.")
+    thread_id = _claim(str(request.args.get("threadId", "")))
+    topic = thread_topic(settings.public_url, thread_id)
+    token = subscriber_token(settings.mercure_subscriber_jwt_key, topic, TOKEN_TTL)
+    return jsonify({"token": token, "hubUrl": settings.mercure_hub_url, "topic": topic})
