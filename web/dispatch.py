@@ -9,13 +9,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from flask import Response, jsonify, request
+from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
 from channels import ChannelReadError, RedisChannelReader, is_terminal
 from channels.mercure import thread_topic
 from channels.pusher import thread_channel
 from shared.agent import Agent, Continuation
-from shared.errors import RunInFlightError
+from shared.errors import RunInFlightError, WorkflowError
 from shared.events import ProtocolEvent
 from shared.messages import Message
 from shared.protocols import failure_frames
@@ -61,7 +62,7 @@ def turn_job(
     seed: Mapping[str, Any],
 ) -> dict[str, Any]:
     if any(m.id == message.id for m in agent.history()):
-        raise RunInFlightError(
+        raise WorkflowError(
             f"Message '{message.id}' is already part of thread '{agent.thread_id}'.", "conflict"
         )
     return {
@@ -177,7 +178,7 @@ def _relayed(
                 return
             started = True
             yield encode_event(item)
-    except ChannelReadError as exc:
+    except (ChannelReadError, RedisError) as exc:
         for frame in failure_frames(protocol, thread_id, dict(seed), exc, started=started):
             yield encode_event(frame)
     finally:
