@@ -40,8 +40,10 @@ class AgentSpec:
             raise TypeError("AgentSpec.frontend_tools takes FrontendTool declarations.")
 
     def tool_map(self, extra: Sequence[FrontendTool] = ()) -> dict[str, AnyTool]:
-        found: dict[str, AnyTool] = {t.name: t for t in self.frontend_tools}
-        found.update({t.name: t for t in extra})
+        # The server's declarations win: a client catalog may add tools, never lift an
+        # approval gate by declaring a tool again.
+        found: dict[str, AnyTool] = {t.name: t for t in extra}
+        found.update({t.name: t for t in self.frontend_tools})
         found.update({t.name: t for t in self.tools})
         return found
 

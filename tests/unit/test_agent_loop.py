@@ -386,3 +386,22 @@ def test_recover_needs_an_expired_lease_unless_the_same_executor_retries(
     events.close()  # the abandoned generator is fenced out: it writes nothing
     final = Agent("lost", spec, sqlite_store).inspect()
     assert final is not None and final.status == "completed"
+
+
+def test_a_client_catalog_never_lifts_the_approval_gate_of_a_declared_frontend_tool(
+    sqlite_store: Store,
+) -> None:
+    # A page that registers a handler for the tool declares it again in its catalog
+    # (CopilotKit's useFrontendTool does); the server's declaration must still decide.
+    gated = FrontendTool("open_page", "Open a page", requires_approval=True)
+    spec = AgentSpec(
+        provider=scripted(
+            {"tool_calls": [{"id": "c1", "name": "open_page", "arguments": {"page": "docs"}}]},
+            {"text": "Opened {{last_tool_result}}"},
+        ),
+        frontend_tools=[gated],
+    )
+    redeclared = FrontendTool("open_page", "Open a page", requires_approval=False)
+    state = Agent("gate", spec, sqlite_store).run("open", frontend_tools=[redeclared])
+    assert state.status == "suspended"
+    assert state.interrupt is not None and state.interrupt.kind == "approval"
