@@ -171,9 +171,14 @@ class AGUIAdapter(StreamAdapter):
             # An ordinary frontend handoff: the client runs the calls it holds without
             # a result and answers with role "tool" messages on its next request.
             for call in request.tool_calls:
-                # A resumed segment saw no proposal: the request names the parent.
-                if call.parent_message_id is not None:
-                    self._parents.setdefault(call.id, call.parent_message_id)
+                # A resumed segment saw no proposal: the request names the parent. When
+                # the client already holds that message (the call waited for an
+                # approval), the call goes out without it and the client files it under
+                # the call's own id: CopilotKit executes only the calls of messages
+                # that are new to a run.
+                parent = call.parent_message_id
+                if parent is not None and self._find(parent) is None:
+                    self._parents.setdefault(call.id, parent)
                 events += self._publish_call(call.id, call.name, call.inputs)
             return events + self._finished()
         outcome = {"type": "interrupt", "interrupts": interrupts_json(request)}
