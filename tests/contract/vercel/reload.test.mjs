@@ -1,0 +1,122 @@
+// Leaving and coming back (reference catalogue J 183, 184): the page keeps its chat id
+// in sessionStorage and rebuilds the conversation from GET /api/chat/<id>, so a reload
+// during an approval shows the same `approval-requested` part and the decision
+// continues the run; a tab closed mid-answer loses only its stream (the worker owns
+// the run) and the thread takes the next message.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import {
+  ChatTab,
+  autoSends,
+  launchBrowser,
+  modelCalls,
+  newThreadId,
+  sentPart,
+  storedMessages,
+  summarize,
+  threadRun,
+  waitFor,
+} from './helpers.mjs';
+
+/** The whole answer of the slow scenario (tests/contract/vercel_agent.py, SLOW_TEXT). */
+const SLOW_TEXT = 'A slow answer. '.repeat(60);
+
+let browser;
+before(async () => {
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+});
+
+async function newContext(t) {
+  const context = await browser.newContext();
+  t.after(() => context.close());
+  return context;
+}
+
+test('J183 a reload from session storage restores approval-requested, and approving continues the run', async (t) => {
+  const context = await newContext(t);
+  const threadId = newThreadId('reload');
+  const tab = await ChatTab.open(context, { thread: threadId });
+  await tab.send('Reload approval: open the settings');
+  await tab.waitForTool('call_v_settings', 'approval-requested');
+  await tab.waitForIdle(1);
+  const live = summarize((await tab.probe()).state.messages);
+  const first = await tab.firstMessageId();
+
+  // The same tab, without the thread in the URL: the chat id comes from sessionStorage.
+  await tab.goto();
+  await tab.waitForTool('call_v_settings', 'approval-requested');
+  const reloaded = await tab.probe();
+  assert.equal(reloaded.chatId, threadId);
+  assert.deepEqual(summarize(reloaded.state.messages), live, 'the reload shows what the live page held');
+  assert.deepEqual(reloaded.requests, [], 'loading history sends nothing');
+  assert.equal((await threadRun(threadId)).status, 'suspended');
+
+  await tab.approve('call_v_settings');
+  await tab.waitForAnswer('Approval needed to open settings.Opened after reload: settings opened');
+  await tab.waitForIdle(2);
+  await tab.waitForTool('call_v_settings', 'output-available');
+
+  const done = await tab.probe();
+  assert.deepEqual(done.handlerRuns, { call_v_settings: 1 }, 'the reloaded page runs the handler once');
+  assert.deepEqual(done.requests.map((r) => r.status), [200, 200]);
+  assert.equal(sentPart(done.requests[0], 'call_v_settings').state, 'approval-responded');
+  assert.equal(sentPart(done.requests[1], 'call_v_settings').output, 'settings opened');
+  assert.deepEqual(autoSends(done), [
+    ['call_v_settings:approval:true'],
+    ['call_v_settings:output-available'],
+  ]);
+  assert.equal(done.state.messages.filter((m) => m.role === 'assistant').length, 1);
+
+  assert.equal((await threadRun(threadId)).status, 'completed');
+  const calls = modelCalls(first);
+  assert.equal(calls.length, 2);
+  assert.deepEqual(calls[1].toolResults, [
+    { callId: 'call_v_settings', name: 'browser', content: 'settings opened', isError: false },
+  ]);
+  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(done.state.messages));
+  assert.deepEqual(tab.problems, []);
+});
+
+test('J184 a tab closed mid-stream does not lock the thread: the run completes and the next message works', async (t) => {
+  const context = await newContext(t);
+  const threadId = newThreadId('closed');
+  const closing = await ChatTab.open(context, { thread: threadId });
+  await closing.send('Give me a slow answer');
+  await closing.page.locator('.msg[data-role="assistant"] p.text', { hasText: 'A slow answer.' }).waitFor();
+  const seen = await closing.lastAnswer();
+  const first = await closing.firstMessageId();
+  await closing.close();
+  assert.ok(seen.length < SLOW_TEXT.length, `closed mid-answer (${seen.length} chars seen)`);
+  assert.ok(SLOW_TEXT.startsWith(seen));
+  assert.deepEqual(closing.problems, []);
+
+  const run = await waitFor(
+    async () => {
+      const current = await threadRun(threadId);
+      return current?.status === 'completed' && current;
+    },
+    { what: 'the run to complete in the worker' },
+  );
+  assert.equal(run.status, 'completed');
+  assert.equal(modelCalls(first).length, 1);
+
+  const tab = await ChatTab.open(context, { thread: threadId });
+  await tab.waitForAnswer(SLOW_TEXT);
+  await tab.send('hello after closing');
+  await tab.waitForAnswer('Hello! hello after closing');
+  await tab.waitForIdle(1);
+  const probe = await tab.probe();
+  assert.deepEqual(probe.requests.map((r) => r.status), [200]);
+  assert.equal(probe.state.error, null);
+  assert.deepEqual(
+    probe.state.messages.map((m) => m.role),
+    ['user', 'assistant', 'user', 'assistant'],
+  );
+  assert.equal((await threadRun(threadId)).status, 'completed');
+  assert.equal(modelCalls(first).length, 2);
+  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(probe.state.messages));
+  assert.deepEqual(tab.problems, []);
+});
