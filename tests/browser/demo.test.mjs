@@ -1,13 +1,21 @@
 /**
  * Drives the demo page at "/" in headless Debian Chromium with playwright-core.
  *
- *   node demo.test.mjs <base url> <screenshot.png>
+ *   node demo.test.mjs <base url> <screenshot.png>                the whole relay journey
+ *   node demo.test.mjs <base url> <screenshot.png> <delivery>...  one conversation each
  *
  * Run by tests/integration/test_demo_page.py against a real stack (web app, Celery
- * worker, Redis, SQLite) serving the demo agent (shared/demo.py). Every wait is a
- * Playwright auto-waiting locator with a bounded timeout: no sleeps. Prints one
- * `RESULT {...}` line (JSON) that the Python side checks against the server's history.
- * Exit code 0 means every step passed.
+ * worker, Redis, SQLite; for push, a real soketi and a real Mercure hub) serving the
+ * demo agent (shared/demo.py). Without deliveries it walks the relay journey (backend
+ * tool, frontend tool, approve, reload mid-approval, reject, new conversation) on a
+ * server that offers no push delivery. With deliveries (relay, mercure, pusher) it
+ * starts a fresh conversation per delivery, chooses it, and drives a frontend tool and
+ * an approval through it, watching the page's network traffic to prove which way the
+ * output came; each gets a screenshot `<screenshot>-<delivery>.png`.
+ *
+ * Every wait is a Playwright auto-waiting locator or event with a bounded timeout: no
+ * sleeps. Prints one `RESULT {...}` line (JSON) that the Python side checks against the
+ * server's history. Exit code 0 means every step passed.
  */
 
 import assert from 'node:assert/strict';
@@ -16,9 +24,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
-const [baseUrl, screenshotPath] = process.argv.slice(2);
-if (!baseUrl || !screenshotPath) {
-  console.error('usage: node demo.test.mjs <base url> <screenshot.png>');
+const [baseUrl, screenshotPath, ...deliveries] = process.argv.slice(2);
+const LABELS = { relay: 'Relay (SSE)', pusher: 'Pusher', mercure: 'Mercure' };
+if (!baseUrl || !screenshotPath || deliveries.some((d) => !(d in LABELS))) {
+  console.error('usage: node demo.test.mjs <base url> <screenshot.png> [relay|mercure|pusher ...]');
   process.exit(2);
 }
 
@@ -50,25 +59,30 @@ async function send(page, text) {
   await page.getByRole('button', { name: 'Send' }).click();
 }
 
-async function run(page) {
-  const problems = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
-  });
-
+/** Open the page; returns its title and thread id. */
+async function open(page) {
   const loaded = await page.goto(baseUrl, { waitUntil: 'load' });
   assert.equal(loaded.status(), 200);
   const title = await page.title();
   assert.equal(title, 'relayline demo');
-  const threadId = (await page.locator('#thread-id').textContent()).trim();
+  const threadId = await currentThread(page);
   assert.match(threadId, /^demo-[0-9a-f]{24}$/);
+  return { title, threadId };
+}
+
+async function currentThread(page) {
+  return (await page.locator('#thread-id').textContent()).trim();
+}
+
+/** The whole relay journey, on a server that offers no push delivery. */
+async function journey(page) {
+  const { title, threadId } = await open(page);
 
   // Delivery: relay is the one choice; the push variants are shown, disabled, explained.
+  await page.getByText('This server offers relay delivery only.').waitFor();
   assert.equal(await page.getByLabel('Relay (SSE)').isChecked(), true);
   assert.equal(await page.getByLabel('Pusher').isDisabled(), true);
   assert.equal(await page.getByLabel('Mercure').isDisabled(), true);
-  await page.getByText('push delivery coming').waitFor();
   step('delivery selector');
 
   // A backend tool: live activity ends "ok · N ms", then the streamed answer.
@@ -110,7 +124,7 @@ async function run(page) {
     .filter({ has: page.getByRole('button', { name: 'Approve', disabled: false }) });
   await undecided.waitFor();
   await page.reload({ waitUntil: 'load' });
-  const keptId = (await page.locator('#thread-id').textContent()).trim();
+  const keptId = await currentThread(page);
   assert.equal(keptId, threadId, 'thread id kept');
   await answer(page, 'Weather report: sunny and 21 °C in Lisbon.').waitFor(); // history redrawn
   await answer(page, 'Result: report.pdf deleted').waitFor();
@@ -130,7 +144,7 @@ async function run(page) {
 
   // New conversation: a fresh id and an empty log; a reload keeps the fresh, empty state.
   await page.getByRole('button', { name: 'New conversation' }).click();
-  const fresh = (await page.locator('#thread-id').textContent()).trim();
+  const fresh = await currentThread(page);
   assert.notEqual(fresh, threadId);
   assert.equal(await page.locator('#log > *').count(), 0);
   await send(page, 'hi');
@@ -138,8 +152,114 @@ async function run(page) {
   assert.equal(await answer(page, 'Weather report').count(), 0, 'the old thread is gone from view');
   step('new conversation');
 
+  return { threadId, freshThreadId: fresh, title, reason };
+}
+
+/**
+ * One fresh conversation per delivery: a frontend tool and an approval through it.
+ * The page's traffic shows which way the output came: every POST carries
+ * ?delivery=<it> and is answered 202 for push (200 for relay), Mercure output arrives
+ * on an EventSource to the hub, Pusher output as frames on pusher-js's WebSocket.
+ */
+async function pushDeliveries(page) {
+  const traffic = watchTraffic(page);
+  const { title } = await open(page);
+  await page.getByText('This server offers Relay (SSE), Pusher, Mercure.').waitFor();
+  step('delivery selector');
+
+  const conversations = {};
+  for (const delivery of deliveries) {
+    await page.getByRole('button', { name: 'New conversation' }).click();
+    const threadId = await currentThread(page);
+    await page.getByLabel(LABELS[delivery]).check(); // waits until discovery enabled it
+    traffic.reset();
+
+    await send(page, 'What is the page title?');
+    await answer(page, `The title of this page is "${title}".`).waitFor();
+    await toolCard(page, 'read_title').getByText('answered by the page').waitFor();
+    step(`${delivery}: frontend tool`);
+
+    await send(page, 'Delete report.pdf');
+    const card = page.getByRole('group', { name: 'Approval needed' });
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await answer(page, 'Result: report.pdf deleted').waitFor();
+    await card.getByText('Approved', { exact: true }).waitFor();
+    step(`${delivery}: approval`);
+
+    await page.screenshot({ path: screenshotFor(delivery), fullPage: true });
+    conversations[delivery] = { threadId, ...traffic.summary(threadId) };
+    step(`${delivery}: screenshot`);
+  }
+  return { title, conversations };
+}
+
+/**
+ * The page supports servers that predate GET /demo/config (it then offers relay only);
+ * Chromium logs that 404 as an error, which is expected of such a server and nothing
+ * else. Push runs need the endpoint, so they tolerate nothing.
+ */
+function olderServerWithoutConfig(message) {
+  const { pathname } = new URL(message.location().url || 'about:blank');
+  return deliveries.length === 0 && pathname === '/demo/config' && message.text().includes('404');
+}
+
+function screenshotFor(delivery) {
+  return screenshotPath.replace(/(\.png)?$/, `-${delivery}.png`);
+}
+
+/** Record the page's requests to the thread API, to the hub and on WebSockets. */
+function watchTraffic(page) {
+  let posts = [];
+  let hubRequests = 0;
+  let socketEvents = 0;
+  page.on('response', (response) => {
+    const request = response.request();
+    const url = new URL(request.url());
+    if (request.method() === 'POST' && url.pathname.startsWith('/api/threads/')) {
+      posts.push({ path: url.pathname, delivery: url.searchParams.get('delivery'), status: response.status() });
+    }
+  });
+  page.on('request', (request) => {
+    if (new URL(request.url()).pathname === '/.well-known/mercure') hubRequests += 1;
+  });
+  page.on('websocket', (socket) => {
+    socket.on('framereceived', ({ payload }) => {
+      // Pusher protocol frames are JSON {event, channel?, data}; its own start "pusher".
+      const event = parseJSON(String(payload))?.event;
+      if (typeof event === 'string' && !event.startsWith('pusher')) socketEvents += 1;
+    });
+  });
+  return {
+    reset() {
+      posts = [];
+      hubRequests = 0;
+      socketEvents = 0;
+    },
+    summary(threadId) {
+      const ours = posts.filter((post) => post.path.startsWith(`/api/threads/${threadId}/`));
+      return { posts: ours, hubRequests, socketEvents };
+    },
+  };
+}
+
+async function run(page) {
+  const problems = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() !== 'error' || olderServerWithoutConfig(message)) return;
+    problems.push(`console error: ${message.text()} (${message.location().url})`);
+  });
+  const result = deliveries.length ? await pushDeliveries(page) : await journey(page);
   assert.deepEqual(problems, []);
-  console.log(`RESULT ${JSON.stringify({ threadId, freshThreadId: fresh, title, reason })}`);
+  console.log(`RESULT ${JSON.stringify(result)}`);
+}
+
+function parseJSON(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function step(name) {

@@ -1,6 +1,8 @@
 """The demo page at ``/`` in a real browser: headless Debian Chromium driven by
 playwright-core (tests/browser/demo.test.mjs) against the whole stack (web app, a real
-Celery worker, Redis, SQLite) running the demo agent of ``shared/demo.py``."""
+Celery worker, Redis, SQLite) running the demo agent of ``shared/demo.py``: relayed on
+a server without push delivery, and relayed, through Mercure and through Pusher on one
+that has a real Mercure hub and a real soketi."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ import pytest
 import requests
 
 from shared.persistence import Store
+from tests.support.mercure_hub import MercureHub, mercure_hub
+from tests.support.push_stack import DEMO_PUSH_DB, PushStack, push_stack
+from tests.support.soketi import Soketi, soketi_server
 from tests.support.stack import running_stack, stack_env
 
 pytestmark = pytest.mark.integration
@@ -22,6 +27,7 @@ pytestmark = pytest.mark.integration
 BROWSER_DIR = Path(__file__).resolve().parents[1] / "browser"
 CHROMIUM = Path("/usr/bin/chromium")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+VENDORED_PUSHER = "/demo/static/vendor/pusher-with-encryption.min.js"
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +87,15 @@ def test_page_and_assets_are_served_with_a_strict_policy(demo_stack: str) -> Non
         assert f"/demo/static/{asset}" in page.text
     script = requests.get(demo_stack + "/demo/static/demo.js", timeout=10).text
     assert "innerHTML" not in script  # model output is only ever set as text
+    consumer = requests.get(demo_stack + "/demo/static/relayline-consumer.js", timeout=10)
+    assert consumer.status_code == 200
+    assert consumer.headers["Content-Type"].startswith("text/javascript")
+    # pusher-js is served from this origin (no CDN), with its MIT licence kept.
+    vendored = requests.get(demo_stack + VENDORED_PUSHER, timeout=10)
+    assert vendored.status_code == 200
+    assert vendored.headers["Content-Type"].startswith("text/javascript")
+    assert vendored.text.startswith("/*!\n * pusher-js 8.6.0")
+    assert "Permission is hereby granted, free of charge" in vendored.text[:3000]
 
 
 def test_demo_page_in_chromium(demo_stack: str, node: str, tmp_path: Path) -> None:
@@ -123,3 +138,136 @@ def test_demo_page_in_chromium(demo_stack: str, node: str, tmp_path: Path) -> No
     assert thread["run"]["status"] == "completed"
     fresh = requests.get(f"{demo_stack}/api/chat/{result['freshThreadId']}", timeout=10).json()
     assert [m["role"] for m in fresh["messages"]] == ["user", "assistant"]
+
+
+# ---------------------------------------------------------------------------------------
+# Push delivery
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def soketi() -> Iterator[Soketi]:
+    with soketi_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[MercureHub]:
+    with mercure_hub() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def push_demo_stack(
+    tmp_path_factory: pytest.TempPathFactory,
+    redis_base_url: str,
+    soketi: Soketi,
+    hub: MercureHub,
+) -> Iterator[PushStack]:
+    """The demo agent on a stack that also offers Pusher and Mercure delivery."""
+    with push_stack(
+        tmp_path_factory.mktemp("demo-push"),
+        redis_base_url,
+        DEMO_PUSH_DB,
+        soketi=soketi,
+        hub=hub,
+        RELAYLINE_AGENT="shared.demo:build",
+    ) as running:
+        yield running
+
+
+def test_the_page_learns_which_push_deliveries_it_may_use(push_demo_stack: PushStack) -> None:
+    """GET /demo/config names what a browser needs to subscribe, and the page's policy
+    lets it connect there and nowhere else."""
+    soketi, hub = push_demo_stack.soketi, push_demo_stack.hub
+    assert soketi is not None and hub is not None
+    config = push_demo_stack.get("/demo/config")
+    assert config.status_code == 200, (
+        "the demo page discovers push delivery at GET /demo/config (see web/demo.py)"
+    )
+    assert config.json() == {
+        "delivery": "relay",
+        "pusher": {
+            "key": soketi.key,
+            "wsHost": soketi.host,
+            "wsPort": soketi.port,
+            "wssPort": soketi.port,
+            "forceTLS": False,
+            "encrypted": False,
+        },
+        "mercure": {"hubUrl": hub.url},
+    }
+    policy = push_demo_stack.get("/").headers["Content-Security-Policy"]
+    connect = next(d for d in policy.split("; ") if d.startswith("connect-src "))
+    hub_origin = hub.url.removesuffix("/.well-known/mercure")
+    assert connect.split() == [
+        "connect-src",
+        "'self'",
+        f"ws://{soketi.host}:{soketi.port}",
+        hub_origin,
+    ]
+
+
+def test_demo_page_over_relay_mercure_and_pusher_in_chromium(
+    push_demo_stack: PushStack, node: str, tmp_path: Path
+) -> None:
+    deliveries = ["relay", "mercure", "pusher"]
+    screenshot = tmp_path / "demo.png"
+    script = str(BROWSER_DIR / "demo.test.mjs")
+    done = subprocess.run(
+        [node, script, push_demo_stack.web.url, str(screenshot), *deliveries],
+        cwd=BROWSER_DIR,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    steps = [line[len("ok - ") :] for line in done.stdout.splitlines() if line.startswith("ok - ")]
+    assert steps == ["delivery selector"] + [
+        f"{delivery}: {what}"
+        for delivery in deliveries
+        for what in ("frontend tool", "approval", "screenshot")
+    ]
+    result: dict[str, Any] = json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0])
+    conversations = result["conversations"]
+    assert len({c["threadId"] for c in conversations.values()}) == len(deliveries)
+
+    for delivery in deliveries:
+        shot = tmp_path / f"demo-{delivery}.png"
+        assert shot.read_bytes()[:8] == PNG_SIGNATURE, delivery
+        seen = conversations[delivery]
+        thread = seen["threadId"]
+        # Every request of the conversation asked for this delivery and got it: 202 and
+        # the output pushed, or 200 and the output in the response.
+        status = 200 if delivery == "relay" else 202
+        assert seen["posts"] == [
+            {"path": f"/api/threads/{thread}/{action}", "delivery": delivery, "status": status}
+            for action in ("messages", "tool-results", "messages", "approvals")
+        ]
+        if delivery == "mercure":
+            assert seen["hubRequests"] >= len(seen["posts"])  # a subscription per segment
+        else:
+            assert seen["hubRequests"] == 0
+        if delivery == "pusher":
+            assert seen["socketEvents"] > 0
+        else:
+            assert seen["socketEvents"] == 0
+
+        # What the server recorded: the page answered the frontend tool with its title,
+        # and the deletion was approved.
+        history = push_demo_stack.get(f"/api/chat/{thread}").json()["messages"]
+        tools = [
+            part
+            for message in history
+            for part in message["parts"]
+            if part["type"].startswith("tool-")
+        ]
+        assert [(p["type"], p["state"]) for p in tools] == [
+            ("tool-read_title", "output-available"),
+            ("tool-delete_file", "output-available"),
+        ], delivery
+        assert tools[0]["output"] == result["title"] == "relayline demo"
+        assert tools[1]["output"] == "report.pdf deleted"
+        run = push_demo_stack.get(f"/api/threads/{thread}").json()["run"]
+        assert run["status"] == "completed"

@@ -6,15 +6,24 @@
  *   POST /api/threads/<id>/approvals     {"<callId>": "approve" | ["reject", "why"]}
  *   GET  /api/chat/<id>                  Vercel UIMessage[] (used to redraw on reload)
  *   GET  /api/threads/<id>               {run: {status, interrupt}} (what the run waits for)
+ *   GET  /demo/config                    the push deliveries this server offers
+ *   POST /pusher/auth, GET /mercure/token?threadId=<id>   push subscriptions (DESIGN §3)
  *
- * Layout of this file: transports (how native events reach the page), rendering (events
- * and stored messages become DOM, always through textContent), the conversation loop
- * (send, answer frontend tools, ask for approvals), and the page wiring.
+ * Layout of this file: transports (how native events reach the page: relayed, or pushed
+ * through Pusher or a Mercure hub), rendering (events and stored messages become DOM,
+ * always through textContent), the conversation loop (send, answer frontend tools, ask
+ * for approvals), and the page wiring.
  *
  * Safety: model output and tool data are only ever assigned with textContent or as
  * attribute values; the page never parses HTML it did not ship (see the templates in
  * demo.html), and the server's Content-Security-Policy allows no inline script.
  */
+
+import {
+  createProtocolStream,
+  subscribeToMercure,
+  subscribeToPusher,
+} from './relayline-consumer.js';
 
 const THREAD_KEY = 'relayline.demo.threadId';
 // The server's rule for thread ids: a stored value that breaks it is not ours.
@@ -37,11 +46,13 @@ const FRONTEND_TOOLS = {
 //
 // A transport sends one request and calls onEvent with each native event
 // ({type, ...payload}) of the segment it starts, in order; it resolves when the
-// segment ends and rejects on an HTTP or network failure. Only `relay` exists today:
-// the run's output comes back as the SSE body of the POST itself. The push variants
-// will POST with ?delivery=pusher|mercure, get 202 + where to listen, and feed
-// onEvent from createProtocolStream() of /demo/static/relayline-consumer.js; nothing
-// outside this section will need to change.
+// segment ends and rejects on an HTTP or network failure.
+//
+// - relay: the run's output comes back as the SSE body of the POST itself.
+// - pusher / mercure: subscribe first (push keeps nothing for a late listener), POST
+//   with ?delivery=..., get 202, and read the segment from the subscription through
+//   createProtocolStream() of relayline-consumer.js, which orders, joins and
+//   gap-checks the envelopes and yields the same {type, ...payload} objects.
 // ---------------------------------------------------------------------------------
 
 /**
@@ -49,26 +60,272 @@ const FRONTEND_TOOLS = {
  * @typedef {{path: string, body: unknown, onEvent: (event: NativeEvent) => void,
  *            signal: AbortSignal}} TransportRequest
  * @typedef {(request: TransportRequest) => Promise<void>} Transport
+ * @typedef {{stream: ReadableStream<NativeEvent>, close(): void}} Listener
+ *   a subscription to the current thread's push channel, ready to receive
  */
 
 /** An answer the server refused before streaming ({"error", "type"} JSON). */
 class RequestError extends Error {}
 
-/** @type {Transport} */
-async function relayTransport({ path, body, onEvent, signal }) {
-  const response = await fetch(path, {
+/** The vendored pusher-js (MIT), loaded only when the server offers Pusher. */
+const PUSHER_SCRIPT = '/demo/static/vendor/pusher-with-encryption.min.js';
+// Where the last Mercure update this page saw is kept: {threadId, eventId}.
+const MERCURE_CURSOR_KEY = 'relayline.demo.mercureCursor';
+// The consumer's error when a segment ends with stream.failed: the protocol's own
+// `error` event, drawn just before, already says what went wrong.
+const BACKEND_FAILED = 'Backend stream failed';
+
+/** `path` with ?delivery=<delivery>, so the server's default never decides for us. */
+function withDelivery(path, delivery) {
+  return `${path}?delivery=${encodeURIComponent(delivery)}`;
+}
+
+function postJSON(path, body, accept, signal) {
+  return fetch(path, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+    headers: { 'Content-Type': 'application/json', Accept: accept },
     body: JSON.stringify(body),
     signal,
   });
+}
+
+/** @type {Transport} */
+async function relayTransport({ path, body, onEvent, signal }) {
+  const response = await postJSON(withDelivery(path, 'relay'), body, 'text/event-stream', signal);
   if (!response.ok) throw new RequestError(await errorMessage(response));
   if (!response.body) throw new Error('The server sent no stream.');
   await readEventStream(response.body, onEvent);
 }
 
-/** @type {Record<string, Transport>} keyed by the values of the delivery radios */
+/**
+ * A push transport: `listen` subscribes to the thread's channel and resolves once it
+ * is ready; only then is the request sent.
+ * @param {string} delivery
+ * @param {(threadId: string, signal: AbortSignal) => Promise<Listener>} listen
+ * @returns {Transport}
+ */
+function pushTransport(delivery, listen) {
+  return async ({ path, body, onEvent, signal }) => {
+    const listener = await listen(chat.threadId, signal);
+    const reader = listener.stream.getReader();
+    try {
+      const response = await postJSON(withDelivery(path, delivery), body, 'application/json', signal);
+      if (response.status !== 202) throw new RequestError(await errorMessage(response));
+      await readSegment(reader, onEvent, signal);
+    } finally {
+      // Once the segment has ended this does nothing; otherwise (a refused request, an
+      // abandoned conversation) it drops the page's listener from the subscription.
+      reader.cancel().catch(() => {});
+      listener.close();
+    }
+  };
+}
+
+/**
+ * Hand each protocol object of one pushed segment to onEvent until the segment ends.
+ * Abandoning the conversation cancels the read.
+ * @param {ReadableStreamDefaultReader<NativeEvent>} reader
+ * @param {(event: NativeEvent) => void} onEvent
+ * @param {AbortSignal} signal
+ */
+async function readSegment(reader, onEvent, signal) {
+  const cancel = () => reader.cancel().catch(() => {});
+  signal.addEventListener('abort', cancel, { once: true });
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      onEvent(value);
+    }
+  } catch (error) {
+    if (error instanceof Error && error.message === BACKEND_FAILED) return;
+    throw error;
+  } finally {
+    signal.removeEventListener('abort', cancel);
+  }
+}
+
+/**
+ * Mercure: an EventSource on the hub with the subscriber token of GET /mercure/token
+ * (as a query parameter: EventSource cannot send headers). A hub may register a
+ * subscriber without telling the browser when (some send no headers before the first
+ * update), so the page does not wait for `open`: it asks the hub to replay what the
+ * topic got after the last update this page saw (`lastEventID`, or `earliest` for a
+ * topic it never read), and the consumer drops anything delivered twice.
+ * @param {string} threadId
+ * @param {AbortSignal} signal
+ * @returns {Promise<Listener>}
+ */
+async function listenMercure(threadId, signal) {
+  const grant = await getJSON(`/mercure/token?threadId=${encodeURIComponent(threadId)}`, signal);
+  if (!grant) throw new RequestError('This conversation cannot be followed through Mercure.');
+  const url = new URL(grant.hubUrl, window.location.href);
+  url.searchParams.append('topic', grant.topic);
+  url.searchParams.set('authorization', grant.token);
+  url.searchParams.set('lastEventID', mercureCursor(threadId) ?? 'earliest');
+  const source = new EventSource(url);
+  source.addEventListener('message', (message) => {
+    if (message.lastEventId) saveMercureCursor(threadId, message.lastEventId);
+  });
+  const stream = createProtocolStream((callbacks) => {
+    const subscription = subscribeToMercure(source, callbacks);
+    // A refused or lost subscription that EventSource gives up on would never end.
+    const closed = () => {
+      if (source.readyState !== EventSource.CLOSED) return; // reconnecting by itself
+      subscription.close();
+      callbacks.onGap('The Mercure hub closed the subscription.');
+    };
+    source.addEventListener('error', closed);
+    return {
+      close() {
+        source.removeEventListener('error', closed);
+        subscription.close();
+      },
+    };
+  });
+  return { stream, close: () => source.close() };
+}
+
+/** @returns {string | undefined} the id of the last update seen on the thread's topic */
+function mercureCursor(threadId) {
+  try {
+    const cursor = JSON.parse(localStorage.getItem(MERCURE_CURSOR_KEY) || 'null');
+    return cursor && cursor.threadId === threadId ? cursor.eventId : undefined;
+  } catch {
+    return undefined; // not ours, or not JSON: read the topic from its start
+  }
+}
+
+function saveMercureCursor(threadId, eventId) {
+  localStorage.setItem(MERCURE_CURSOR_KEY, JSON.stringify({ threadId, eventId }));
+}
+
+/**
+ * Pusher: one pusher-js connection for the page and one subscription per conversation,
+ * authorized by POST /pusher/auth (pusher-js decrypts private-encrypted channels
+ * itself). Ready once pusher-js reports `pusher:subscription_succeeded`.
+ */
+const pusher = {
+  /** @type {any} the `Pusher` class of the vendored pusher-js */
+  Pusher: null,
+  /** @type {any} the server's settings from GET /demo/config */
+  config: null,
+  /** @type {any} the pusher-js client, connected on first use */
+  client: null,
+};
+
+/**
+ * @param {string} threadId
+ * @param {AbortSignal} signal
+ * @returns {Promise<Listener>}
+ */
+async function listenPusher(threadId, signal) {
+  const { config } = pusher;
+  pusher.client ??= new pusher.Pusher(config.key, {
+    wsHost: config.wsHost,
+    wsPort: config.wsPort,
+    wssPort: config.wssPort,
+    forceTLS: config.forceTLS,
+    enabledTransports: ['ws', 'wss'],
+    disableStats: true,
+    cluster: 'mt1', // required by pusher-js; wsHost decides where it connects
+    channelAuthorization: { endpoint: '/pusher/auth', transport: 'ajax' },
+  });
+  const prefix = config.encrypted ? 'private-encrypted-' : 'private-';
+  const name = `${prefix}thread-${threadId}`;
+  const channel = pusher.client.channel(name) || pusher.client.subscribe(name);
+  if (!channel.subscribed) await subscribed(channel, signal);
+  const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks));
+  // The subscription stays for the conversation's next segment; newConversation ends it.
+  return { stream, close() {} };
+}
+
+/** Resolve when pusher-js has subscribed `channel`; reject if it could not. */
+function subscribed(channel, signal) {
+  return new Promise((resolve, reject) => {
+    const done = (settle) => (value) => {
+      channel.unbind('pusher:subscription_succeeded', succeeded);
+      channel.unbind('pusher:subscription_error', failed);
+      signal.removeEventListener('abort', aborted);
+      settle(value);
+    };
+    const succeeded = done(resolve);
+    const failed = done((status) => {
+      pusher.client.unsubscribe(channel.name); // the next request tries afresh
+      reject(new RequestError(`Pusher refused the subscription (${show(status)}).`));
+    });
+    const aborted = done(() => reject(signal.reason));
+    channel.bind('pusher:subscription_succeeded', succeeded);
+    channel.bind('pusher:subscription_error', failed);
+    signal.addEventListener('abort', aborted, { once: true });
+  });
+}
+
+/** The thread's push subscriptions are no longer wanted (a new conversation). */
+function leavePushChannels() {
+  if (!pusher.client) return;
+  for (const channel of pusher.client.allChannels()) pusher.client.unsubscribe(channel.name);
+}
+
+/** Load the vendored pusher-js; resolves with its `Pusher` class. */
+function loadPusherLibrary() {
+  return new Promise((resolve, reject) => {
+    const script = document.createElement('script');
+    script.src = PUSHER_SCRIPT;
+    script.addEventListener('load', () => {
+      if (typeof window.Pusher === 'function') resolve(window.Pusher);
+      else reject(new Error('pusher-js did not define Pusher.'));
+    });
+    script.addEventListener('error', () => reject(new Error('pusher-js could not be loaded.')));
+    document.head.append(script);
+  });
+}
+
+/**
+ * Transports by the value of the delivery radios; discoverDeliveries() adds the push
+ * ones this server offers.
+ * @type {Record<string, Transport>}
+ */
 const TRANSPORTS = { relay: relayTransport };
+
+/** Names people read, for the note under the delivery choice. */
+const DELIVERY_NAMES = { relay: 'Relay (SSE)', pusher: 'Pusher', mercure: 'Mercure' };
+
+/**
+ * Ask the server which push deliveries it offers (GET /demo/config) and enable those
+ * choices. A server without that endpoint, or one that offers nothing, leaves relay.
+ */
+async function discoverDeliveries() {
+  let offered = null;
+  try {
+    offered = await getJSON('/demo/config');
+  } catch {
+    // unreachable or refused: relay still works
+  }
+  if (offered && offered.mercure) TRANSPORTS.mercure = pushTransport('mercure', listenMercure);
+  if (offered && offered.pusher) {
+    try {
+      pusher.Pusher = await loadPusherLibrary();
+      pusher.config = offered.pusher;
+      TRANSPORTS.pusher = pushTransport('pusher', listenPusher);
+    } catch (error) {
+      console.warn('Pusher delivery is offered but pusher-js could not start:', error);
+    }
+  }
+  for (const radio of document.querySelectorAll('input[name="delivery"]')) {
+    radio.disabled = !(radio.value in TRANSPORTS);
+  }
+  const preferred = offered && offered.delivery;
+  if (preferred && preferred in TRANSPORTS) {
+    /** @type {HTMLInputElement} */ ($(`input[name="delivery"][value="${preferred}"]`)).checked = true;
+  }
+  const names = Object.keys(DELIVERY_NAMES)
+    .filter((key) => key in TRANSPORTS)
+    .map((key) => DELIVERY_NAMES[key]);
+  $('#delivery-note').textContent = names.length > 1
+    ? `This server offers ${names.join(', ')}.`
+    : 'This server offers relay delivery only.';
+}
 
 /**
  * Parse a text/event-stream body: frames end with a blank line, payload lines start
@@ -435,7 +692,7 @@ function setBusy(busy) {
 function selectedTransport() {
   const choice = /** @type {HTMLInputElement} */ ($('input[name="delivery"]:checked'));
   const transport = TRANSPORTS[choice.value];
-  if (!transport) throw new Error(`Delivery "${choice.value}" is not available yet.`);
+  if (!transport) throw new RequestError(`This server does not offer ${DELIVERY_NAMES[choice.value]} delivery.`);
   return transport;
 }
 
@@ -640,6 +897,8 @@ function newConversation() {
   chat.controller = new AbortController();
   chat.awaitingApproval = false;
   localStorage.removeItem(THREAD_KEY);
+  localStorage.removeItem(MERCURE_CURSOR_KEY);
+  leavePushChannels();
   resetView();
   useThread(newThreadId());
   setBusy(false);
@@ -653,6 +912,8 @@ composer.addEventListener('submit', (event) => {
   sendMessage(content);
 });
 $('#new-conversation').addEventListener('click', newConversation);
+
+discoverDeliveries();
 
 const saved = localStorage.getItem(THREAD_KEY);
 if (saved && THREAD_ID.test(saved)) {
