@@ -41,6 +41,13 @@ def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     built.dispose()
 
 
+# Redis database numbers, one owner each (suites that run their own Celery workers must
+# not share a broker database, or one suite's worker takes another's tasks):
+#   4 push delivery, 5 Vercel contract, 6 CopilotKit contract, 7 lm-ag-ui contract,
+#   8 demo page over push, 9 the redis_url fixture, 10-12 and 14 pipeline stacks,
+#   13 demo page, 15 AG-UI contract (and bench/relay.py outside the tests).
+
+
 @pytest.fixture(scope="session")
 def redis_base_url() -> Iterator[str]:
     from tests.support.redis_server import redis_server
