@@ -149,12 +149,22 @@ def test_approval_then_frontend_tool(store: Store, tmp_path: Path) -> None:
         "result_call_d",
         "result_call_t",
     ]
-    # The reload rebuilds what the client built live, ids included; only the tool
-    # message the client minted itself is named by its call on reload.
+    # The reload rebuilds what the client built live, ids included, but for two things:
+    # the tool message the client minted itself is named by its call on reload, and the
+    # frontend call handed off after the approval went out under a message new to the
+    # client (CopilotKit runs only those), which the reload shows under the stored one.
     held = [
         {**m, "id": f"result_{m['toolCallId']}"} if m["role"] == "tool" else m
         for m in client.messages
     ]
+
+    def holding(call_id: str) -> dict[str, Any]:
+        return next(m for m in held if call_id in [c["id"] for c in m.get("toolCalls", [])])
+
+    holder, owner = holding("call_t"), holding("call_d")
+    assert holder is not owner
+    held.remove(holder)
+    owner["toolCalls"] = [*owner["toolCalls"], *holder["toolCalls"]]
     assert as_client_holds(reload["messages"]) == same_shape(held)
 
 
