@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from flask import Response, jsonify, request
+from flask import Response, current_app, jsonify, request
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
@@ -159,18 +159,23 @@ def relay(task: str, job: dict[str, Any], headers: Mapping[str, str]) -> Respons
     except BaseException:
         reader.close()
         raise
-    body = _relayed(reader, job["protocol"], job["threadId"], job.get("seed", {}))
+    heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
+    body = _relayed(reader, job["protocol"], job["threadId"], job.get("seed", {}), heartbeat)
     return Response(body, headers={**headers, **SSE_HEADERS})
 
 
 def _relayed(
-    reader: RedisChannelReader, protocol: str, thread_id: str, seed: Mapping[str, Any]
+    reader: RedisChannelReader,
+    protocol: str,
+    thread_id: str,
+    seed: Mapping[str, Any],
+    heartbeat: float = HEARTBEAT_SECONDS,
 ) -> Iterator[str]:
     """The SSE body. A client that goes away closes this generator, which drops only the
     subscription: the run goes on in the worker and its result lands in history."""
     started = False
     try:
-        for item in reader.events(heartbeat=HEARTBEAT_SECONDS):
+        for item in reader.events(heartbeat=heartbeat):
             if not isinstance(item, ProtocolEvent):
                 yield SSE_HEARTBEAT
                 continue

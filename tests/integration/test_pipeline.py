@@ -275,3 +275,38 @@ def test_a_client_that_disconnects_stops_only_the_relay(stack: Stack) -> None:
     history = stack.get("/api/chat/d-1").json()["messages"]
     text = "".join(p["text"] for p in history[-1]["parts"] if p["type"] == "text")
     assert text == "One slow answer. " * 12
+
+
+def test_heartbeats_keep_a_silent_relay_alive(tmp_path: Path, redis_base_url: str) -> None:
+    import redis
+
+    from tests.support.stack import WebServer as Web
+    from tests.support.stack import Worker
+
+    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    redis_url = f"{redis_base_url}/14"
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushdb()
+    Store(database_url).dispose()
+    env = stack_env(redis_url, database_url, tmp_path)
+    worker = Worker(env, "hb")
+    web = Web(env, {"RELAYLINE_HEARTBEAT_SECONDS": 0.1})
+    try:
+        response = requests.post(
+            web.url + "/api/threads/h-1/messages",
+            json={"content": "pause please"},
+            stream=True,
+            timeout=30,
+        )
+        lines = list(response.iter_lines(decode_unicode=True))
+    finally:
+        web.stop()
+        worker.stop()
+    # The model is silent for 0.7 s: comment heartbeats fill the gap, then the answer.
+    assert lines.count(": keep-alive") >= 2
+    text = "".join(
+        json.loads(line[6:])["content"]
+        for line in lines
+        if line.startswith("data: ") and '"type":"text"' in line
+    )
+    assert text == "Back after a pause."

@@ -102,6 +102,10 @@ BATCH_SCRIPT: dict[str, Any] = {
             ],
         },
         {
+            "match": "(?i)pause",
+            "steps": [{"delay_ms": 700, "text": "Back after a pause."}],
+        },
+        {
             "match": "(?i)slow",
             "steps": [{"chunk_delay_ms": 20, "text": "One slow answer. " * 12}],
         },

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
@@ -92,8 +93,8 @@ class Worker:
 class WebServer:
     """The Flask app on a free port, served by a threaded WSGI server in this process."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self.app = create_app(Settings.from_env(env))
+    def __init__(self, env: dict[str, str], test_config: dict[str, Any] | None = None) -> None:
+        self.app = create_app(Settings.from_env(env), test_config)
         self.server: BaseWSGIServer = make_server("127.0.0.1", 0, self.app, threaded=True)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
