@@ -18,11 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import redis
 
-from shared.persistence import Store
 from tests.contract.conftest import install_node_packages, run_node_tests
-from tests.support.stack import Worker, running_stack, stack_env
+from tests.support.stack import Worker, fresh_env, running_stack
 
 pytestmark = pytest.mark.integration
 
@@ -108,16 +106,13 @@ def contract_stack(
     tmp_path_factory: pytest.TempPathFactory, redis_base_url: str
 ) -> Iterator[ContractStack]:
     counts = tmp_path_factory.mktemp("agui-contract")
-    database_url = f"sqlite:///{counts / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/{REDIS_DB}"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
-    Store(database_url).dispose()  # migrate before any worker touches the database
-    env = {
-        **stack_env(redis_url, database_url, counts),
-        "RELAYLINE_AGENT": "tests.support.agents_contract:contract_spec",
-        "RELAYLINE_AGENTS": "broken=tests.support.agents_contract:broken_spec",
-    }
+    env = fresh_env(
+        counts,
+        redis_base_url,
+        REDIS_DB,
+        RELAYLINE_AGENT="tests.support.agents_contract:contract_spec",
+        RELAYLINE_AGENTS="broken=tests.support.agents_contract:broken_spec",
+    )
     with (
         running_stack(env, workers=1) as (web, workers),
         control_server(WorkerControl(env, workers)) as control_url,

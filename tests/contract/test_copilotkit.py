@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from shared.persistence import Store
 from tests.contract.conftest import install_node_packages, run_node_tests
-from tests.support.stack import running_stack, stack_env
+from tests.support.stack import fresh_env, running_stack
 
 pytestmark = pytest.mark.integration
 
@@ -44,15 +43,13 @@ def copilotkit_stack(
 ) -> Iterator[tuple[str, Path]]:
     """The stack's base URL and the directory of the test agent's logs."""
     counts = tmp_path_factory.mktemp("copilotkit-contract")
-    database_url = f"sqlite:///{counts / 'db.sqlite'}"
+    env = fresh_env(
+        counts,
+        redis_base_url,
+        REDIS_DB,
+        RELAYLINE_AGENT="tests.contract.copilotkit_agent:copilotkit_spec",
+    )
     redis_url = f"{redis_base_url}/{REDIS_DB}"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
-    Store(database_url).dispose()  # migrate before any worker touches the database
-    env = {
-        **stack_env(redis_url, database_url, counts),
-        "RELAYLINE_AGENT": "tests.contract.copilotkit_agent:copilotkit_spec",
-    }
     try:
         with running_stack(env, workers=1) as (web, _workers):
             yield web.url, counts

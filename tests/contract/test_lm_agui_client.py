@@ -15,11 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
-from shared.persistence import Store
 from tests.contract.conftest import install_node_packages, run_node_tests
-from tests.support.stack import running_stack, stack_env
+from tests.support.stack import fresh_env, running_stack
 
 pytestmark = pytest.mark.integration
 
@@ -47,15 +45,12 @@ def lm_agui_packages(node: str) -> Path:
 @pytest.fixture(scope="module")
 def lm_stack(tmp_path_factory: pytest.TempPathFactory, redis_base_url: str) -> Iterator[LmStack]:
     counts = tmp_path_factory.mktemp("lm-agui-contract")
-    database_url = f"sqlite:///{counts / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/{REDIS_DB}"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
-    Store(database_url).dispose()  # migrate before any worker touches the database
-    env = {
-        **stack_env(redis_url, database_url, counts),
-        "RELAYLINE_AGENTS": f"{AGENT_ID}=tests.contract.lm_agui_agent:lm_spec",
-    }
+    env = fresh_env(
+        counts,
+        redis_base_url,
+        REDIS_DB,
+        RELAYLINE_AGENTS=f"{AGENT_ID}=tests.contract.lm_agui_agent:lm_spec",
+    )
     with running_stack(env, workers=1) as (web, _workers):
         yield LmStack(web.url, counts)
 

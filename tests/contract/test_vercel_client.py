@@ -18,14 +18,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import redis
 from werkzeug.middleware.shared_data import SharedDataMiddleware
 from werkzeug.serving import make_server
 
-from shared.persistence import Store
 from shared.settings import Settings
 from tests.contract.conftest import NPM_CI_TIMEOUT, install_node_packages, run_node_tests
-from tests.support.stack import Worker, stack_env
+from tests.support.stack import Worker, fresh_env
 from web import create_app
 
 pytestmark = pytest.mark.integration
@@ -116,15 +114,9 @@ def contract_stack(
     tmp_path_factory: pytest.TempPathFactory, redis_base_url: str, vercel_page: Path
 ) -> Iterator[ContractStack]:
     counts = tmp_path_factory.mktemp("vercel-contract")
-    database_url = f"sqlite:///{counts / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/{REDIS_DB}"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
-    Store(database_url).dispose()  # migrate before any worker touches the database
-    env = {
-        **stack_env(redis_url, database_url, counts),
-        "RELAYLINE_AGENT": "tests.contract.vercel_agent:vercel_spec",
-    }
+    env = fresh_env(
+        counts, redis_base_url, REDIS_DB, RELAYLINE_AGENT="tests.contract.vercel_agent:vercel_spec"
+    )
     worker = Worker(env, "vercel-w0")
     try:
         with web_with_page(env, vercel_page) as base_url:

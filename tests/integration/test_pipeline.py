@@ -16,7 +16,7 @@ import requests
 from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.postgres import fresh_database
-from tests.support.stack import WebServer, Worker, running_stack, stack_env
+from tests.support.stack import WebServer, Worker, fresh_env, running_stack, stack_env
 
 pytestmark = pytest.mark.integration
 
@@ -89,16 +89,9 @@ def own_stack(
     tmp_path: Path, redis_base_url: str, db: int, workers: int = 1, **env: str
 ) -> Iterator[Stack]:
     """A stack of its own (for tests that change the workers' environment)."""
-    import redis
-
-    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/{db}"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
-    Store(database_url).dispose()
-    full_env = {**stack_env(redis_url, database_url, tmp_path), **env}
+    full_env = fresh_env(tmp_path, redis_base_url, db, **env)
     with running_stack(full_env, workers=workers) as (web, started):
-        yield Stack(web, started, tmp_path, database_url)
+        yield Stack(web, started, tmp_path, full_env["DATABASE_URL"])
 
 
 def agui_body(thread: str, run: str, messages: list[Any], **extra: Any) -> dict[str, Any]:
@@ -278,19 +271,9 @@ def test_a_client_that_disconnects_stops_only_the_relay(stack: Stack) -> None:
 
 
 def test_heartbeats_keep_a_silent_relay_alive(tmp_path: Path, redis_base_url: str) -> None:
-    import redis
-
-    from tests.support.stack import WebServer as Web
-    from tests.support.stack import Worker
-
-    database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/14"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
-    Store(database_url).dispose()
-    env = stack_env(redis_url, database_url, tmp_path)
+    env = fresh_env(tmp_path, redis_base_url, 14)
     worker = Worker(env, "hb")
-    web = Web(env, {"RELAYLINE_HEARTBEAT_SECONDS": 0.1})
+    web = WebServer(env, {"RELAYLINE_HEARTBEAT_SECONDS": 0.1})
     try:
         response = requests.post(
             web.url + "/api/threads/h-1/messages",

@@ -123,3 +123,18 @@ def running_stack(
             web.stop()
         for worker in started:
             worker.stop()
+
+
+def fresh_env(counts: Path, redis_base_url: str, redis_db: int, **extra: str) -> dict[str, str]:
+    """A stack environment on an empty SQLite file (migrated before any worker touches
+    it) and an emptied Redis database ``redis_db`` that this stack alone uses."""
+    import redis
+
+    from shared.persistence import Store
+
+    database_url = f"sqlite:///{counts / 'db.sqlite'}"
+    redis_url = f"{redis_base_url}/{redis_db}"
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushdb()
+    Store(database_url).dispose()
+    return {**stack_env(redis_url, database_url, counts), **extra}
