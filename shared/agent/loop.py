@@ -141,6 +141,29 @@ class RunLoop:
             ),
         )
         yield StepStarted("model", {"step": step})
+        try:
+            assistant, calls = yield from self._respond(request, message_id)
+        except Exception:
+            # Close the step the client saw open, then fail the run with the error.
+            yield StepFinished("model", {"step": step, "failed": True})
+            raise
+        self.last_text = assistant.text
+        checkpoint = {**self.record.checkpoint, "modelCalls": step, "batch": None}
+        if calls:
+            checkpoint["batch"] = {
+                "messageId": message_id,
+                "resultMessageId": new_id("msg"),
+                "calls": calls,
+            }
+        self.write(append=[assistant], checkpoint=checkpoint, accepted={})
+        yield StepFinished("model", {"step": step})
+        for call in calls:
+            yield ToolCallChunk(message_id, batches.call_info(call, {}, with_result=False))
+
+    def _respond(
+        self, request: ModelRequest, message_id: str
+    ) -> Generator[Item, None, tuple[Message, list[dict[str, Any]]]]:
+        """Stream one model response as chunks; return it as a message and its calls."""
         text: list[str] = []
         reasoning: list[str] = []
         pieces: dict[int, dict[str, Any]] = {}
@@ -165,26 +188,15 @@ class RunLoop:
             elif isinstance(delta, Usage):
                 meta["usage"] = {"input": delta.input_tokens, "output": delta.output_tokens}
         calls = [self._call(pieces[i]) for i in sorted(pieces)]
-        self.last_text = "".join(text)
         assistant = Message(
             id=message_id,
             role="assistant",
-            text=self.last_text,
+            text="".join(text),
             reasoning="".join(reasoning),
             tool_calls=tuple(ToolCallPart(c["id"], c["name"], c["inputs"]) for c in calls),
             meta=meta,
         )
-        checkpoint = {**self.record.checkpoint, "modelCalls": step, "batch": None}
-        if calls:
-            checkpoint["batch"] = {
-                "messageId": message_id,
-                "resultMessageId": new_id("msg"),
-                "calls": calls,
-            }
-        self.write(append=[assistant], checkpoint=checkpoint, accepted={})
-        yield StepFinished("model", {"step": step})
-        for call in calls:
-            yield ToolCallChunk(message_id, batches.call_info(call, {}, with_result=False))
+        return assistant, calls
 
     def _call(self, piece: dict[str, Any]) -> dict[str, Any]:
         name = piece["name"]

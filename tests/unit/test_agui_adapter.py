@@ -794,3 +794,24 @@ def test_live_parent_ids_equal_stored_ids_after_approval(
     owner = next(m for m in held if m["id"] == parent)
     owner["toolCalls"] = [*owner.get("toolCalls", []), *holder["toolCalls"]]
     assert as_client_holds(reloaded) == same_shape(held)
+
+
+def test_a_failed_model_step_is_closed_before_run_error(sqlite_store: Store) -> None:
+    spec = AgentSpec(
+        provider=ScriptedProvider(
+            {"rules": [{"match": "", "steps": [{"tool_calls": [{"name": "nope"}]}]}]}
+        )
+    )
+    agent = Agent("unknown-tool", spec, sqlite_store)
+    agent.set_stream_adapter(lambda: AGUIAdapter("unknown-tool", "r-1"))
+    events: list[ProtocolEvent] = []
+    with pytest.raises(RunFailedError):
+        for event in agent.stream("call it"):
+            events.append(event)
+    wire = checked(events)
+    assert [e["type"] for e in wire] == [
+        "RUN_STARTED",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "RUN_ERROR",
+    ]
