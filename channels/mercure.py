@@ -34,6 +34,11 @@ THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 MAX_HOLD = 10.0
 #: the delay after a 429 whose Retry-After is missing or not a number of seconds
 DEFAULT_RETRY_AFTER = 1.0
+#: Unicode line breaks that JSON leaves raw inside strings. An update's data goes out as
+#: SSE ``data:`` lines, and a hub that splits it on them (flask-mercure-sse uses
+#: ``str.splitlines``) would turn each into "\n" inside a JSON string: escaped, the
+#: envelope is the same JSON and has nothing any hub could split on.
+_LINE_BREAKS = re.compile("[\u2028\u2029\x85]")
 _QUOTED_PUNCTUATION = 3  # "[", "]" and "," each percent-encode to three bytes
 
 
@@ -135,6 +140,9 @@ class MercureChannel(AbstractChannel):
         )
 
     # hooks -----------------------------------------------------------------------
+
+    def encode(self, type: str, envelope: str) -> str:
+        return _LINE_BREAKS.sub(lambda match: f"\\u{ord(match.group()):04x}", envelope)
 
     def batch(self, items: Sequence[str]) -> str:
         return "[" + ",".join(items) + "]"

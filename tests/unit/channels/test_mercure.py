@@ -324,3 +324,15 @@ def test_settings_build_the_thread_channel(hub: StandInServer) -> None:
     assert dict(hub.requests[0].form())["topic"] == urllib.parse.unquote(sender.topic)
     with pytest.raises(ChannelConfigError, match="MERCURE_HUB_URL"):
         MercureChannel.from_settings(Settings(), "t9")
+
+
+def test_unicode_line_breaks_are_escaped_so_no_hub_can_split_an_envelope(
+    hub: StandInServer, clock: Clock
+) -> None:
+    text = "one\u2028two\u2029three\x85four"
+    channel(hub, clock).send(delta(text))
+    [request] = hub.requests
+    data = dict(request.form())["data"]
+    assert data.splitlines() == [data]  # nothing str.splitlines (or a hub) breaks on
+    assert "\\u2028" in data and "\\u2029" in data and "\\u0085" in data
+    assert consume(hub) == [("text-delta", {"id": "text_1", "delta": text})]
