@@ -23,7 +23,6 @@ import contextlib
 import json
 import queue
 import socket
-import subprocess
 import threading
 import time
 import urllib.parse
@@ -38,7 +37,8 @@ import requests
 from channels import Consumer, Envelope
 from channels.mercure import publisher_token
 from tests.support.mercure_hub import MercureHub
-from tests.support.soketi import NODE, Soketi, ensure_node_modules
+from tests.support.pusher_js import PusherJs
+from tests.support.soketi import NODE, Soketi
 from tests.support.stack import WebServer, Worker, running_stack, stack_env
 
 PUSHER_CLIENT = NODE / "pusher-client"
@@ -251,67 +251,20 @@ class PusherListener(_Listener):
 
     def __init__(self, soketi: Soketi, channel: str, auth_endpoint: str) -> None:
         super().__init__()
-        ensure_node_modules(PUSHER_CLIENT)
         self.channel = channel
-        self.logs: list[str] = []
-        self._lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        options = {
-            "key": soketi.key,
-            "host": soketi.host,
-            "port": soketi.port,
-            "channel": channel,
-            "authEndpoint": auth_endpoint,
-        }
-        self.process = subprocess.Popen(
-            ["node", str(PUSHER_CLIENT / "subscribe.mjs"), json.dumps(options)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        try:
-            line = self._next(TIMEOUT)
-            assert line["kind"] == "ready", f"pusher-js could not subscribe: {line}"
-        except BaseException:
-            self.close()
-            raise
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for raw in self.process.stdout:
-            self._lines.put(json.loads(raw))
-        self._lines.put({"kind": "exit"})
-
-    def _next(self, timeout: float) -> dict[str, Any]:
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"pusher-js said nothing within {timeout:.0f}s") from None
-        if line["kind"] in ("error", "exit"):
-            raise AssertionError(f"the pusher-js subscriber failed: {line}")
-        return line
+        self.client = PusherJs(soketi, channel, auth_endpoint, TIMEOUT)
+        self.logs = self.client.logs
 
     def _wait(self, timeout: float) -> None:
-        line = self._next(timeout)
+        line = self.client.next_line(timeout)
         if line["kind"] == "log":  # pusher-js could not decrypt something
-            self.logs.append(line["message"])
             raise AssertionError(f"pusher-js: {line['message']}")
         # The Pusher event name is the envelope type (reference 2.6, subscribeToPusher).
         assert line["event"] == line["data"]["type"], line
         self._feed(line["data"])
 
     def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()  # subscribe.mjs disconnects and exits
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
-        self._reader.join(5)
-        assert self.process.stdout is not None
-        self.process.stdout.close()
+        self.client.close()
 
     def __enter__(self) -> PusherListener:
         return self

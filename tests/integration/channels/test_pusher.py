@@ -7,8 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import queue
-import subprocess
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +25,7 @@ from shared.events import ProtocolEvent
 from shared.persistence import Store
 from shared.providers import ScriptedProvider
 from tests.integration.channels.behaviour import ChannelBehaviour, terminal_arrived
+from tests.support.pusher_js import PusherJs
 from tests.support.soketi import NODE, Soketi, ensure_node_modules, soketi_server
 from tests.unit.channels.support import State
 
@@ -76,48 +75,18 @@ class PusherSubscription:
     with ``signer`` (the SDK's ``authenticate``, ``shared_secret`` included)."""
 
     def __init__(self, soketi: Soketi, channel: str, signer: Any, timeout: float = 20.0) -> None:
-        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.logs: list[str] = []
         self.auth = _auth_server(signer)
         threading.Thread(target=self.auth.serve_forever, args=(0.05,), daemon=True).start()
-        options = {
-            "key": soketi.key,
-            "host": soketi.host,
-            "port": soketi.port,
-            "channel": channel,
-            "authEndpoint": f"http://127.0.0.1:{self.auth.server_port}/pusher/auth",
-        }
-        self.process = subprocess.Popen(
-            ["node", str(CLIENT / "subscribe.mjs"), json.dumps(options)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        endpoint = f"http://127.0.0.1:{self.auth.server_port}/pusher/auth"
         try:
-            line = self._next(timeout)
-            assert line["kind"] == "ready", line
+            self.client = PusherJs(soketi, channel, endpoint, timeout)
         except BaseException:
-            self.close()
+            self._stop_auth()
             raise
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for raw in self.process.stdout:
-            self.lines.put(json.loads(raw))
-        self.lines.put({"kind": "exit"})
+        self.logs = self.client.logs
 
     def _next(self, timeout: float) -> dict[str, Any]:
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"pusher-js said nothing within {timeout}s") from None
-        if line["kind"] in ("error", "exit"):
-            raise AssertionError(f"pusher-js subscriber failed: {line}")
-        if line["kind"] == "log":
-            self.logs.append(line["message"])
-        return line
+        return self.client.next_line(timeout)
 
     def events(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
         """The next ``count`` events as envelopes; the Pusher event name is the type."""
@@ -143,16 +112,10 @@ class PusherSubscription:
         return self.logs
 
     def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
-        self.reader.join(5)
-        assert self.process.stdout is not None
-        self.process.stdout.close()
+        self.client.close()
+        self._stop_auth()
+
+    def _stop_auth(self) -> None:
         self.auth.shutdown()
         self.auth.server_close()
 
