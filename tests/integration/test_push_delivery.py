@@ -27,6 +27,7 @@ from ag_ui_validate.pytest_plugin import assert_valid_agui
 
 from shared.auth import mint_token
 from tests.support.mercure_hub import MercureHub, mercure_hub
+from tests.support.mercure_sse import publish
 from tests.support.push_stack import (
     PUBLIC_URL,
     PUSH_DELIVERY_DB,
@@ -36,7 +37,6 @@ from tests.support.push_stack import (
     PushStack,
     new_thread,
     protocol_events,
-    publish,
     push_stack,
     shape,
     text,

@@ -19,13 +19,8 @@ and tests POST only after that.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import queue
-import socket
-import threading
 import time
-import urllib.parse
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -35,8 +30,8 @@ from typing import Any
 import requests
 
 from channels import Consumer, Envelope
-from channels.mercure import publisher_token
 from tests.support.mercure_hub import MercureHub
+from tests.support.mercure_sse import HubSubscription
 from tests.support.pusher_js import PusherJs
 from tests.support.soketi import NODE, Soketi
 from tests.support.stack import WebServer, Worker, running_stack, stack_env
@@ -204,15 +199,6 @@ def push_stack(
 # ---------------------------------------------------------------------------------------
 
 
-def publish(hub: MercureHub, topic: str, data: str) -> None:
-    """A public update from the test itself (probes, sentinels)."""
-    headers = {"Authorization": f"Bearer {publisher_token(hub.publisher_key)}"}
-    published = requests.post(
-        hub.url, data={"topic": topic, "data": data}, headers=headers, timeout=10
-    )
-    published.raise_for_status()
-
-
 class _Listener:
     """Frames in, whole segments out: a Consumer over everything the transport gave."""
 
@@ -286,61 +272,10 @@ class MercureListener(_Listener):
         super().__init__()
         self.topic = topic
         self.updates: list[str] = []  # every update on ``topic`` as the hub sent it
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        probe = f"urn:relayline:probe:{uuid.uuid4().hex}"
-        url = urllib.parse.urlsplit(hub.url)
-        query = urllib.parse.urlencode([("topic", topic), ("topic", probe)])
-        self.sock = socket.create_connection((url.hostname, url.port or 80), timeout=TIMEOUT)
-        self.sock.settimeout(None)  # the reader blocks; close() shuts the socket down
-        self.sock.sendall(
-            f"GET {url.path}?{query} HTTP/1.0\r\nHost: {url.netloc}\r\n"
-            f"Accept: text/event-stream\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        try:
-            self._await_probe(hub, probe)
-        except BaseException:
-            self.close()
-            raise
-
-    def _await_probe(self, hub: MercureHub, probe: str) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            publish(hub, probe, "probe")
-            try:
-                update = self._queue.get(timeout=0.2)  # one probe's round trip, bounded
-            except queue.Empty:
-                continue
-            if update == "probe":  # later probes still on their way are skipped by _wait
-                return
-            raise AssertionError(f"the subscription answered {update!r} before any probe")
-        raise AssertionError(f"the hub dispatched no probe within {TIMEOUT:.0f}s")
-
-    def _read(self) -> None:
-        # HTTP/1.0: no chunked encoding; the body is the event stream until close.
-        with self.sock.makefile("rb") as stream:
-            status = stream.readline().decode()
-            if " 200 " not in status:
-                self._queue.put(f"!{status.strip()}")
-            while stream.readline().strip():  # headers
-                pass
-            data: list[str] = []
-            event = ""
-            for raw in stream:
-                line = raw.decode("utf-8").rstrip("\r\n")
-                if line.startswith("data:"):
-                    data.append(line[5:].removeprefix(" "))
-                elif line.startswith("event:"):
-                    event = line[6:].strip()
-                elif not line:
-                    if data and not event:  # only unnamed ``message`` events are ours
-                        self._queue.put("\n".join(data))
-                    data, event = [], ""
-        self._queue.put(None)
+        self.hub = HubSubscription(hub, topic, token, TIMEOUT)
 
     def _wait(self, timeout: float) -> None:
-        update = self._next_update(timeout)
+        update = self.hub.next_update(timeout)
         self.updates.append(update)
         envelopes = json.loads(update)
         assert isinstance(envelopes, list), "a Mercure update is a JSON array of envelopes"
@@ -352,26 +287,12 @@ class MercureListener(_Listener):
         update the test publishes after the ones it expects: everything dispatched
         earlier has arrived once the marker has)."""
         before: list[str] = []
-        while (update := self._next_update(timeout)) != marker:
+        while (update := self.hub.next_update(timeout)) != marker:
             before.append(update)
         return before
 
-    def _next_update(self, timeout: float) -> str:
-        while True:
-            try:
-                update = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"no Mercure update within {timeout:.0f}s") from None
-            if update is None or update.startswith("!"):
-                raise AssertionError(f"the Mercure subscription ended: {update}")
-            if update != "probe":
-                return update
-
     def close(self) -> None:
-        with contextlib.suppress(OSError):  # already closed by the hub
-            self.sock.shutdown(socket.SHUT_RDWR)
-        self._reader.join(5)
-        self.sock.close()
+        self.hub.close()
 
     def __enter__(self) -> MercureListener:
         return self

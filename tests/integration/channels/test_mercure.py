@@ -4,13 +4,8 @@ suite, update replays, private updates, and packed protocol output."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import queue
-import socket
-import threading
-import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -27,7 +22,6 @@ from channels import (
     subscriber_token,
 )
 from channels.envelope import FRAGMENT, TERMINALS
-from channels.mercure import publisher_token
 from shared.adapters import AGUIAdapter, StreamAdapter, VercelAIAdapter
 from shared.agent import Agent, AgentSpec
 from shared.events import ProtocolEvent
@@ -35,6 +29,7 @@ from shared.persistence import Store
 from shared.providers import ScriptedProvider
 from tests.integration.channels.behaviour import ChannelBehaviour, terminal_arrived
 from tests.support.mercure_hub import MercureHub, mercure_hub
+from tests.support.mercure_sse import HubSubscription, publish
 from tests.unit.channels.support import State
 
 pytestmark = pytest.mark.integration
@@ -53,79 +48,16 @@ def topic_for(name: str) -> str:
     return f"https://relayline.test/threads/{name.replace(':', '-')}"
 
 
-def publish(hub: MercureHub, topic: str, data: str, private: bool = False) -> None:
-    """A plain update from the test itself (probes and sentinels)."""
-    fields = {"topic": topic, "data": data} | ({"private": "on"} if private else {})
-    response = requests.post(
-        hub.url,
-        data=fields,
-        headers={"Authorization": f"Bearer {publisher_token(hub.publisher_key)}"},
-        timeout=10,
-    )
-    response.raise_for_status()
-
-
 class MercureSubscription:
-    """An SSE subscription to ``topic`` (plus a probe topic, published to until the
-    first probe arrives: then the hub is dispatching to this subscriber)."""
+    """An SSE subscription to ``topic``, ready once constructed (probed)."""
 
     def __init__(self, hub: MercureHub, topic: str, token: str, timeout: float = 10.0) -> None:
-        self.updates: queue.Queue[str | None] = queue.Queue()
         self.raw: list[str] = []  # every update's data on ``topic``, in arrival order
-        probe = f"urn:relayline:probe:{uuid.uuid4().hex}"
-        url = urllib.parse.urlsplit(hub.url)
-        query = urllib.parse.urlencode([("topic", topic), ("topic", probe)])
-        self.sock = socket.create_connection((url.hostname, url.port or 80), timeout=timeout)
-        self.sock.settimeout(None)  # the reader blocks; close() shuts the socket down
-        self.sock.sendall(
-            f"GET {url.path}?{query} HTTP/1.0\r\nHost: {url.netloc}\r\n"
-            f"Accept: text/event-stream\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
-        )
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        try:
-            for _ in range(int(timeout / 0.2)):
-                publish(hub, probe, "probe")
-                if self._take(0.2) == "probe":
-                    return
-            raise AssertionError(f"the hub dispatched no probe within {timeout}s")
-        except BaseException:
-            self.close()
-            raise
-
-    def _read(self) -> None:
-        # HTTP/1.0: no chunked encoding, the body is the event stream until close.
-        with self.sock.makefile("rb") as stream:
-            status = stream.readline().decode()
-            if " 200 " not in status:
-                self.updates.put(f"!{status.strip()}")
-            while stream.readline().strip():  # headers
-                pass
-            data: list[str] = []
-            for raw in stream:
-                line = raw.decode("utf-8").rstrip("\r\n")
-                if line.startswith("data:"):
-                    data.append(line[5:].removeprefix(" "))
-                elif not line and data:  # only unnamed ``message`` events are ours
-                    self.updates.put("\n".join(data))
-                    data = []
-        self.updates.put(None)
-
-    def _take(self, timeout: float) -> str | None:
-        try:
-            update = self.updates.get(timeout=timeout)
-        except queue.Empty:
-            return ""
-        if update is None or update.startswith("!"):
-            raise AssertionError(f"the subscription ended: {update}")
-        return update
+        self.hub = HubSubscription(hub, topic, token, timeout)
 
     def next_update(self, timeout: float) -> str:
         """The next update on the topic (probes skipped)."""
-        while (update := self._take(timeout)) in ("probe", ""):
-            if update == "":
-                raise AssertionError(f"no update within {timeout}s")
-        assert update is not None
+        update = self.hub.next_update(timeout)
         self.raw.append(update)
         return update
 
@@ -138,10 +70,7 @@ class MercureSubscription:
         return frames
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):  # already closed by the hub
-            self.sock.shutdown(socket.SHUT_RDWR)
-        self.reader.join(5)
-        self.sock.close()
+        self.hub.close()
 
 
 def flaky_sessions(fail_on: int | None) -> Callable[[], requests.Session]:
