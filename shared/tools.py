@@ -19,6 +19,16 @@ from shared.errors import ToolError
 
 JSONSchema = dict[str, Any]
 
+
+class FrontendToolJSON(typing.TypedDict, total=False):
+    """A frontend tool declaration on the wire (jobs, run records): AG-UI's tool shape."""
+
+    name: typing.Required[str]
+    description: str
+    parameters: JSONSchema
+    requiresApproval: bool
+
+
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -74,6 +84,24 @@ class FrontendTool:
         ):
             raise ValueError(f"Frontend tool '{self.name}' needs an object input_schema.")
 
+    def to_json(self) -> FrontendToolJSON:
+        """The declaration as JSON: how jobs and run records carry a client's catalog."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.input_schema,
+            "requiresApproval": self.requires_approval,
+        }
+
+    @classmethod
+    def from_json(cls, data: FrontendToolJSON) -> FrontendTool:
+        return cls(
+            name=data["name"],
+            description=data.get("description", ""),
+            input_schema=data.get("parameters") or {"type": "object", "properties": {}},
+            requires_approval=bool(data.get("requiresApproval", False)),
+        )
+
     def execute(self, inputs: Mapping[str, Any]) -> Any:
         raise ToolError(
             f'Tool "{self.name}" requires external execution: '
@@ -82,6 +110,11 @@ class FrontendTool:
 
 
 AnyTool = Tool | FrontendTool
+
+
+def redactions(tools: typing.Iterable[AnyTool]) -> dict[str, tuple[str, ...]]:
+    """Tool name -> argument names never published, for the tools that redact any."""
+    return {t.name: t.redact for t in tools if t.redact}
 
 
 @typing.overload

@@ -3,23 +3,24 @@ through ``GET /agui/threads/<id>``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, NotFound
 
-from shared.adapters import AGUIAdapter
-from shared.adapters.agui_hydrate import agui_thread_payload, hydrate
+from shared.adapters.agui_hydrate import agui_thread_payload
 from shared.agent import Agent, AgentSpec
-from shared.messages import Message
-from shared.registry import DEFAULT_AGENT
+from shared.jobs import DEFAULT_AGENT, ClientSeed, ContinueJob, TurnJob, UserTurn
+from shared.messages import new_id
+from shared.protocols.agui.seed import lookup_ids, unstored
+from shared.tools import redactions
 from shared.translators import AGUIInputTranslator
 from web.auth import current_user, thread_for
-from web.dispatch import continue_job, deliver, json_body, refuse_if_busy, turn_job
+from web.dispatch import current_run, deliver, json_body, new_run_id, refuse_if_busy, refuse_replay
 from web.services import services
 
 bp = Blueprint("agui", __name__)
-HEADERS = AGUIAdapter("headers").headers()
 
 
 def _spec(agent_id: str) -> AgentSpec:
@@ -28,57 +29,70 @@ def _spec(agent_id: str) -> AgentSpec:
     return services().registry.spec(agent_id)
 
 
-def _redact(spec: AgentSpec) -> dict[str, tuple[str, ...]]:
-    return {t.name: t.redact for t in spec.tools if t.redact}
-
-
-def _seed_messages(agent: Agent, spec: AgentSpec, client: list[Any]) -> list[Any]:
-    """What the client holds, completed from storage: a client that sends only its latest
-    message (stateful backend) and one that sends everything see the same snapshot, and
-    no message appears twice (matched by id)."""
-    stored = hydrate(agent.history(), agent.inspect(), redact=_redact(spec))["messages"]
-    known = {m.get("id") for m in stored}
-    # A result the client sent under its own message id is stored as result_<callId>:
-    # keep only the stored copy, or snapshots would show the result twice.
-    answered = {m.get("toolCallId") for m in stored if m.get("role") == "tool"}
-    extra = [
-        m
-        for m in client
-        if isinstance(m, dict)
-        and m.get("id") not in known
-        and not (m.get("role") == "tool" and m.get("toolCallId") in answered)
-    ]
-    return [*stored, *extra]
-
-
 def _run(agent_id: str) -> Response:
+    """At most three queries before enqueueing: the thread, its current run (inside
+    the continuation's staging, or for the busy check), and which of the client's
+    message ids the thread stores."""
     spec = _spec(agent_id)
     payload = json_body()
-    thread_id = payload.get("threadId")
     user = current_user()
-    thread_for(thread_id, user)
-    agent = Agent(str(thread_id), spec, services().store, owner=user)
-    translator = AGUIInputTranslator()
+    thread = thread_for(payload.get("threadId"), user)
+    thread_id = str(payload["threadId"])
     client_messages = payload.get("messages")
     if not isinstance(client_messages, list):
         raise BadRequest("'messages' must be a list.")
-    seed: dict[str, Any] = {
-        "runId": payload.get("runId"),
-        "state": payload.get("state") if isinstance(payload.get("state"), dict) else {},
-        "messages": _seed_messages(agent, spec, client_messages),
-    }
+    state = payload.get("state")
+    translator = AGUIInputTranslator()
+    agent = Agent(thread_id, spec, services().store, owner=user)
     if translator.is_continuation(payload):
         staged = agent.submit_inputs(payload, translator)
         forwarded = payload.get("forwardedProps")
         stop = isinstance(forwarded, dict) and forwarded.get("stopAfterToolCall") is True
-        job = continue_job(agent, agent_id, staged, "agui", seed, stop)
-        return deliver("relayline.continue_run", job, HEADERS)
-    found = translator.new_turn_message(payload)
+        seed = _seed(payload, state, client_messages, set())
+        job: TurnJob | ContinueJob = ContinueJob(
+            thread_id=thread_id,
+            agent_id=agent_id,
+            owner=user,
+            protocol="agui",
+            run_id=staged.run_id,
+            seed=seed,
+            attempt=staged.attempt,
+            answers=staged.answers or {},
+            stop_after_tool_call=stop,
+        )
+        return deliver(job)
+    turn = translator.new_turn(payload)
     tools = translator.tools(payload, backend_tool_names=[t.name for t in spec.tools])
-    refuse_if_busy(agent)
-    message = Message.user(str(found["content"]), id=str(found["id"]))
-    job = turn_job(agent, agent_id, message, tools, "agui", seed)
-    return deliver("relayline.run_turn", job, HEADERS)
+    refuse_if_busy(thread_id, current_run(thread))
+    message = UserTurn(turn.id or new_id("msg"), turn.text)
+    job = TurnJob(
+        thread_id=thread_id,
+        agent_id=agent_id,
+        owner=user,
+        protocol="agui",
+        run_id=new_run_id(),
+        seed=_seed(payload, state, client_messages, {message.id}),
+        message=message,
+        frontend_tools=tuple(tools),
+    )
+    return deliver(job)
+
+
+def _seed(
+    payload: Mapping[str, Any], state: object, client: list[Any], new_ids: set[str]
+) -> ClientSeed:
+    """The client's run id and state, and the messages it holds that the store may not
+    (one indexed lookup; it also refuses a new turn whose message id is stored)."""
+    thread_id = str(payload["threadId"])
+    stored = services().store.stored_message_ids(thread_id, [*new_ids, *lookup_ids(client)])
+    for message_id in new_ids:
+        refuse_replay(thread_id, message_id, stored)
+    run_id = payload.get("runId")
+    return {
+        "runId": run_id if isinstance(run_id, str) else None,
+        "state": state if isinstance(state, dict) else {},
+        "messages": unstored(client, stored),
+    }
 
 
 @bp.post("/agui")
@@ -124,6 +138,10 @@ def get_thread(thread_id: str) -> Response:
         raise BadRequest("'limit' must be an integer from 1 to 500.")
     spec = services().registry.spec()
     payload = agui_thread_payload(
-        services().store, thread_id, int(limit), request.args.get("before"), redact=_redact(spec)
+        services().store,
+        thread_id,
+        int(limit),
+        request.args.get("before"),
+        redact=redactions(spec.tools),
     )
     return jsonify(payload)

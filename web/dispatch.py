@@ -5,8 +5,8 @@ response (SUBSCRIBE first, then enqueue by task name), or pushed (202 + where to
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Collection, Iterator
+from typing import Any, Literal
 
 from flask import Response, current_app, jsonify, request
 from redis.exceptions import RedisError
@@ -15,14 +15,21 @@ from werkzeug.exceptions import BadRequest
 from channels import ChannelReadError, RedisChannelReader, is_terminal
 from channels.mercure import thread_topic
 from channels.pusher import thread_channel
-from shared.agent import Agent, Continuation
 from shared.errors import RunInFlightError, WorkflowError
 from shared.events import ProtocolEvent
-from shared.messages import Message
-from shared.protocols import failure_frames
+from shared.jobs import (
+    CONTINUE_RUN,
+    RUN_TURN,
+    ClientSeed,
+    ContinueJob,
+    ProtocolName,
+    Target,
+    TurnJob,
+)
+from shared.persistence import RunRecord, ThreadRecord
+from shared.protocols import failure_frames, protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
-from shared.tools import FrontendTool
 from web.services import services
 
 #: seconds of silence between SSE comment heartbeats
@@ -42,84 +49,57 @@ def json_body() -> dict[str, Any]:
     return body
 
 
-def refuse_if_busy(agent: Agent) -> None:
+def current_run(thread: ThreadRecord | None) -> RunRecord | None:
+    """The run holding ``thread`` (one query; none for a new thread)."""
+    if thread is None or thread.current_run_id is None:
+        return None
+    return services().store.run(thread.id, thread.current_run_id)
+
+
+def refuse_if_busy(thread_id: str, record: RunRecord | None) -> None:
     """A new turn while a run holds the thread is a 409 before anything is enqueued."""
-    record = agent.inspect()
     if record is not None and record.status in ("running", "suspended"):
         raise RunInFlightError(
-            f"Cannot start a new turn on thread '{agent.thread_id}': run '{record.run_id}' "
+            f"Cannot start a new turn on thread '{thread_id}': run '{record.run_id}' "
             f"(attempt {record.attempt}) is {record.status}. Answer or wait for it first.",
             "run_in_flight",
         )
 
 
-def turn_job(
-    agent: Agent,
-    agent_id: str,
-    message: Message,
-    frontend_tools: list[FrontendTool],
-    protocol: str,
-    seed: Mapping[str, Any],
-) -> dict[str, Any]:
-    if any(m.id == message.id for m in agent.history()):
+def refuse_replay(thread_id: str, message_id: str, stored_ids: Collection[str]) -> None:
+    """A new turn's message id already stored on the thread is a conflict."""
+    if message_id in stored_ids:
         raise WorkflowError(
-            f"Message '{message.id}' is already part of thread '{agent.thread_id}'.", "conflict"
+            f"Message '{message_id}' is already part of thread '{thread_id}'.", "conflict"
         )
-    return {
-        "threadId": agent.thread_id,
-        "agentId": agent_id,
-        "owner": agent.owner,
-        "runId": f"run_{uuid.uuid4().hex}",
-        "message": {"id": message.id, "text": message.text},
-        "frontendTools": [
-            {
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.input_schema,
-                "requiresApproval": t.requires_approval,
-            }
-            for t in frontend_tools
-        ],
-        "protocol": protocol,
-        "seed": dict(seed),
-    }
 
 
-def continue_job(
-    agent: Agent,
-    agent_id: str,
-    staged: Continuation,
-    protocol: str,
-    seed: Mapping[str, Any],
-    stop_after_tool_call: bool = False,
-) -> dict[str, Any]:
-    return {
-        "threadId": agent.thread_id,
-        "agentId": agent_id,
-        "owner": agent.owner,
-        "runId": staged.run_id,
-        "attempt": staged.attempt,
-        "answers": staged.answers,
-        "stopAfterToolCall": stop_after_tool_call,
-        "protocol": protocol,
-        "seed": dict(seed),
-    }
+def new_run_id() -> str:
+    return f"run_{uuid.uuid4().hex}"
 
 
-def deliver(task: str, job: dict[str, Any], headers: Mapping[str, str]) -> Response:
+def deliver(job: TurnJob | ContinueJob) -> Response:
     """Relay (one SSE response) or push (202 with where to listen), as the request's
     ``?delivery=`` or RELAYLINE_DELIVERY asks."""
     delivery = request.args.get("delivery") or services().settings.delivery
     if delivery == "relay":
-        return relay(task, job, headers)
-    if delivery in ("pusher", "mercure"):
-        return push(task, job, delivery)
+        return relay(job)
+    if delivery == "pusher":
+        return push(job, "pusher")
+    if delivery == "mercure":
+        return push(job, "mercure")
     raise BadRequest(f"Unknown delivery {delivery!r}; use relay, pusher or mercure.")
 
 
-def push(task: str, job: dict[str, Any], delivery: str) -> Response:
+def _send(job: TurnJob | ContinueJob) -> None:
+    task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
+    services().celery.send_task(task, kwargs={"job": job.to_json()})
+
+
+def push(job: TurnJob | ContinueJob, delivery: Literal["pusher", "mercure"]) -> Response:
     settings = services().settings
-    thread_id = job["threadId"]
+    thread_id = job.thread_id
+    where: dict[str, str]
     if delivery == "pusher":
         if not (settings.pusher_app_id and settings.pusher_key and settings.pusher_secret):
             raise BadRequest("Pusher delivery is not configured on this server.")
@@ -137,38 +117,32 @@ def push(task: str, job: dict[str, Any], delivery: str) -> Response:
             "topic": thread_topic(settings.public_url, thread_id),
             "tokenEndpoint": f"/mercure/token?threadId={thread_id}",
         }
-    target = {"kind": delivery}
-    services().celery.send_task(task, kwargs={"job": {**job, "target": target}})
-    body = {"threadId": thread_id, "delivery": delivery, **where}
-    if "runId" in job:
-        body["runId"] = job["runId"]
-    response = jsonify(body)
+    _send(job.to(Target(delivery)))
+    response = jsonify({"threadId": thread_id, "delivery": delivery, **where, "runId": job.run_id})
     response.status_code = 202
     return response
 
 
-def relay(task: str, job: dict[str, Any], headers: Mapping[str, str]) -> Response:
+def relay(job: TurnJob | ContinueJob) -> Response:
     svc = services()
     name = f"relayline:relay:{uuid.uuid4().hex}"
     reader = RedisChannelReader(svc.redis, name, timeout=svc.settings.relay_timeout)
     reader.subscribe()  # before enqueuing: Pub/Sub keeps nothing for late listeners
     try:
-        svc.celery.send_task(
-            task, kwargs={"job": {**job, "target": {"kind": "relay", "channel": name}}}
-        )
+        _send(job.to(Target("relay", name)))
     except BaseException:
         reader.close()
         raise
     heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
-    body = _relayed(reader, job["protocol"], job["threadId"], job.get("seed", {}), heartbeat)
-    return Response(body, headers={**headers, **SSE_HEADERS})
+    body = _relayed(reader, job.protocol, job.thread_id, job.seed, heartbeat)
+    return Response(body, headers={**protocol(job.protocol).headers, **SSE_HEADERS})
 
 
 def _relayed(
     reader: RedisChannelReader,
-    protocol: str,
+    protocol: ProtocolName,
     thread_id: str,
-    seed: Mapping[str, Any],
+    seed: ClientSeed,
     heartbeat: float = HEARTBEAT_SECONDS,
 ) -> Iterator[str]:
     """The SSE body. A client that goes away closes this generator, which drops only the
@@ -184,7 +158,7 @@ def _relayed(
             started = True
             yield encode_event(item)
     except (ChannelReadError, RedisError) as exc:
-        for frame in failure_frames(protocol, thread_id, dict(seed), exc, started=started):
+        for frame in failure_frames(protocol, thread_id, seed, exc, started=started):
             yield encode_event(frame)
     finally:
         reader.close()

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from shared.adapters import NativeAdapter
 from shared.agent import Agent, Continuation
 from shared.errors import InputTranslationError
-from shared.messages import Message
+from shared.jobs import ContinueJob, TurnJob, UserTurn
+from shared.messages import new_id
 from web.auth import current_user, thread_for
-from web.dispatch import continue_job, deliver, json_body, refuse_if_busy, turn_job
+from web.dispatch import current_run, deliver, json_body, new_run_id, refuse_if_busy
 from web.services import services
 
 bp = Blueprint("native", __name__)
-HEADERS = NativeAdapter().headers()
 
 
 def _agent(thread_id: str, *, must_exist: bool) -> Agent:
@@ -24,18 +23,32 @@ def _agent(thread_id: str, *, must_exist: bool) -> Agent:
 
 @bp.post("/api/threads/<thread_id>/messages")
 def post_message(thread_id: str) -> Response:
-    agent = _agent(thread_id, must_exist=False)
+    user = current_user()
+    thread = thread_for(thread_id, user)
     content = json_body().get("content")
     if not isinstance(content, str) or not content.strip():
         raise InputTranslationError("The body needs a non-empty string 'content'.")
-    refuse_if_busy(agent)
-    job = turn_job(agent, "default", Message.user(content), [], "native", {})
-    return deliver("relayline.run_turn", job, HEADERS)
+    refuse_if_busy(thread_id, current_run(thread))
+    job = TurnJob(
+        thread_id=thread_id,
+        owner=user,
+        protocol="native",
+        run_id=new_run_id(),
+        message=UserTurn(new_id("msg"), content),
+    )
+    return deliver(job)
 
 
 def _continue(staged: Continuation, agent: Agent) -> Response:
-    job = continue_job(agent, "default", staged, "native", {})
-    return deliver("relayline.continue_run", job, HEADERS)
+    job = ContinueJob(
+        thread_id=agent.thread_id,
+        owner=agent.owner,
+        protocol="native",
+        run_id=staged.run_id,
+        attempt=staged.attempt,
+        answers=staged.answers or {},
+    )
+    return deliver(job)
 
 
 @bp.post("/api/threads/<thread_id>/tool-results")

@@ -5,39 +5,50 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 from werkzeug.exceptions import BadRequest
 
-from shared.adapters import VercelAIAdapter, ui_messages
+from shared.adapters import ui_messages
 from shared.agent import Agent
-from shared.messages import Message
+from shared.jobs import ContinueJob, TurnJob, UserTurn
+from shared.messages import new_id
 from shared.translators import VercelAIInputTranslator
 from web.auth import current_user, thread_for
-from web.dispatch import continue_job, deliver, json_body, refuse_if_busy, turn_job
+from web.dispatch import current_run, deliver, json_body, new_run_id, refuse_if_busy, refuse_replay
 from web.services import services
 
 bp = Blueprint("vercel", __name__)
-HEADERS = VercelAIAdapter().headers()
 
 
 @bp.post("/api/chat")
 def post_chat() -> Response:
     payload = json_body()
     user = current_user()
-    thread_for(payload.get("id"), user)
-    spec = services().registry.spec()
-    agent = Agent(str(payload["id"]), spec, services().store, owner=user)
+    thread = thread_for(payload.get("id"), user)
+    thread_id = str(payload["id"])
+    agent = Agent(thread_id, services().registry.spec(), services().store, owner=user)
     if payload.get("trigger", "submit-message") != "submit-message":
         raise BadRequest("Only trigger 'submit-message' is supported.")
     translator = VercelAIInputTranslator()
     if translator.is_continuation(payload):
         staged = agent.submit_inputs(payload, translator)
         last = payload["messages"][-1]
-        seed = {"messageId": last.get("id"), "parts": last.get("parts") or []}
-        job = continue_job(agent, "default", staged, "vercel", seed)
-        return deliver("relayline.continue_run", job, HEADERS)
-    message_id, text = translator.new_turn_text(payload)
-    refuse_if_busy(agent)
-    message = Message.user(text) if message_id is None else Message.user(text, id=message_id)
-    job = turn_job(agent, "default", message, [], "vercel", {})
-    return deliver("relayline.run_turn", job, HEADERS)
+        continued = ContinueJob(
+            thread_id=thread_id,
+            owner=user,
+            protocol="vercel",
+            run_id=staged.run_id,
+            seed={"messageId": last.get("id"), "parts": last.get("parts") or []},
+            attempt=staged.attempt,
+            answers=staged.answers or {},
+        )
+        return deliver(continued)
+    turn = translator.new_turn_text(payload)
+    refuse_if_busy(thread_id, current_run(thread))
+    message = UserTurn(turn.id or new_id("msg"), turn.text)
+    stored = services().store.stored_message_ids(thread_id, [message.id])
+    refuse_replay(thread_id, message.id, stored)
+    job = TurnJob(
+        thread_id=thread_id, owner=user, protocol="vercel", run_id=new_run_id(), message=message
+    )
+    return deliver(job)
 
 
 @bp.get("/api/chat/<thread_id>")

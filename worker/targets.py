@@ -8,6 +8,7 @@ from typing import Any
 
 from channels import MercureChannel, PusherChannel, RedisChannel
 from shared.delivery import Channel
+from shared.jobs import Target
 from shared.settings import Settings
 from worker.resources import Resources
 
@@ -15,12 +16,11 @@ from worker.resources import Resources
 AWAIT_LISTENER = 5.0
 
 
-def channel_factory(
-    target: dict[str, Any], thread_id: str, res: Resources
-) -> Callable[[], Channel]:
-    kind = target.get("kind")
+def channel_factory(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
+    kind = target.kind
     if kind == "relay":
-        name = target["channel"]
+        name = target.channel
+        assert name is not None  # a relay Target always names its channel
         return lambda: RedisChannel(res.redis, name, await_listener=AWAIT_LISTENER)
     if kind == "pusher":
         return lambda: PusherChannel.from_settings(res.settings, thread_id)
@@ -31,16 +31,18 @@ def channel_factory(
     raise ValueError(f"Unknown delivery target {target!r}.")
 
 
-def push_target(settings: Settings) -> dict[str, Any]:
+def push_target(settings: Settings) -> Target:
     """Where output nobody asked for goes (a timer settling a wait): the configured push
     channel, or nowhere (the result still lands in history)."""
-    if settings.delivery in ("pusher", "mercure"):
-        return {"kind": settings.delivery}
+    if settings.delivery == "pusher":
+        return Target("pusher")
+    if settings.delivery == "mercure":
+        return Target("mercure")
     if settings.pusher_app_id and settings.pusher_key and settings.pusher_secret:
-        return {"kind": "pusher"}
+        return Target("pusher")
     if settings.mercure_hub_url and settings.mercure_publisher_jwt_key:
-        return {"kind": "mercure"}
-    return {"kind": "none"}
+        return Target("mercure")
+    return Target("none")
 
 
 class DiscardChannel:

@@ -9,18 +9,35 @@ and ``stream.failed`` so that no client waits for output that will never come.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
 
 from celery import Task
 
 from shared.agent import Agent, Continuation
+from shared.agent.agent import Segment
 from shared.agent.segment import drain
-from shared.agent.spec import RunState
+from shared.agent.spec import AgentSpec, RunState
 from shared.errors import RelaylineError, RunFailedError, WorkflowError
 from shared.interrupts import ToolResultsRequest
+from shared.jobs import (
+    CONTINUE_RUN,
+    EXPIRE_WAIT,
+    RUN_TURN,
+    AnyJob,
+    ClientSeed,
+    ContinueJob,
+    ContinueJobJSON,
+    ExpireJob,
+    ExpireJobJSON,
+    JobError,
+    Target,
+    TurnJob,
+    TurnJobJSON,
+)
 from shared.messages import Message
 from shared.protocols import adapter_factory, failure_frames
-from shared.tools import FrontendTool
+from shared.protocols.agui.seed import agui_seed
+from shared.tools import redactions
 from worker.app import LEASE_SECONDS, app
 from worker.resources import Resources, resources
 from worker.targets import channel_factory, push_target
@@ -28,34 +45,47 @@ from worker.targets import channel_factory, push_target
 logger = logging.getLogger("relayline.worker")
 
 
-def _agent(task: Task, res: Resources, job: dict[str, Any]) -> Agent:
+def _agent(task: Task, res: Resources, job: AnyJob) -> Agent:
+    spec = res.registry.spec(job.agent_id)
     agent = Agent(
-        job["threadId"],
-        res.registry.spec(job.get("agentId", "default")),
+        job.thread_id,
+        spec,
         res.store,
-        owner=job.get("owner", "anonymous"),
+        owner=job.owner,
         lease_seconds=LEASE_SECONDS,
         executor=task.request.id,
     )
-    agent.set_stream_adapter(adapter_factory(job["protocol"], job["threadId"], job.get("seed", {})))
-    agent.set_channel(channel_factory(job["target"], job["threadId"], res))
+    agent.set_stream_adapter(adapter_factory(job.protocol, job.thread_id, _seed(job, res, spec)))
+    agent.set_channel(channel_factory(_target(job), job.thread_id, res))
     return agent
 
 
-def _publish_failure(res: Resources, job: dict[str, Any], error: BaseException) -> None:
+def _seed(job: AnyJob, res: Resources, spec: AgentSpec) -> ClientSeed:
+    """The adapter's seed: the client's, completed from this worker's store (AG-UI's
+    snapshot starts from the stored history, which the job does not carry)."""
+    if job.protocol != "agui":
+        return job.seed
+    return agui_seed(res.store, job.thread_id, job.seed, redactions(spec.tools))
+
+
+def _target(job: AnyJob) -> Target:
+    if job.target is None:
+        raise JobError(f"The job for thread {job.thread_id} names no delivery target.")
+    return job.target
+
+
+def _publish_failure(res: Resources, job: AnyJob, error: BaseException) -> None:
     """Deliver error frames and ``stream.failed`` for a failure the run did not report."""
-    channel = channel_factory(job["target"], job["threadId"], res)()
     try:
-        for frame in failure_frames(
-            job["protocol"], job["threadId"], job.get("seed", {}), error, started=False
-        ):
+        channel = channel_factory(_target(job), job.thread_id, res)()
+        for frame in failure_frames(job.protocol, job.thread_id, job.seed, error, started=False):
             channel.send(frame)
-        channel.failed(error, job["threadId"])
+        channel.failed(error, job.thread_id)
     except Exception:
-        logger.exception("could not publish the failure of thread %s", job["threadId"])
+        logger.exception("could not publish the failure of thread %s", job.thread_id)
 
 
-def _execute(task: Task, job: dict[str, Any], build: Any) -> str:
+def _execute(task: Task, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]) -> str:
     res = resources()
     try:
         agent = _agent(task, res, job)
@@ -70,86 +100,70 @@ def _execute(task: Task, job: dict[str, Any], build: Any) -> str:
     except Exception as exc:
         # Refused before the segment began (stale, conflict, bad agent): tell the client.
         if not isinstance(exc, RelaylineError):
-            logger.exception("task for thread %s failed", job.get("threadId"))
+            logger.exception("task for thread %s failed", job.thread_id)
         _publish_failure(res, job, exc)
         return "refused"
 
 
-def _schedule_expiry(state: RunState, job: dict[str, Any]) -> None:
+def _schedule_expiry(state: RunState, job: AnyJob) -> None:
     """A frontend wait with a deadline is settled by a task due at that deadline."""
     request = state.interrupt
     if state.status != "suspended" or not isinstance(request, ToolResultsRequest):
         return
     if request.expires_at is None:
         return
-    expire_wait.apply_async(
-        kwargs={
-            "job": {
-                "threadId": job["threadId"],
-                "agentId": job.get("agentId", "default"),
-                "owner": job.get("owner", "anonymous"),
-                "runId": state.run_id,
-                "attempt": state.attempt,
-                "protocol": "native",
-                "seed": {},
-                "target": push_target(resources().settings),
-            }
-        },
-        eta=request.expires_at,
+    expiry = ExpireJob(
+        thread_id=job.thread_id,
+        agent_id=job.agent_id,
+        owner=job.owner,
+        run_id=state.run_id,
+        attempt=state.attempt,
+        protocol="native",
+        target=push_target(resources().settings),
     )
+    expire_wait.apply_async(kwargs={"job": expiry.to_json()}, eta=request.expires_at)
 
 
-@app.task(name="relayline.run_turn", bind=True)
-def run_turn(self: Task, job: dict[str, Any]) -> str:
-    """job: threadId, agentId, owner, runId, message {id, text}, frontendTools,
-    protocol, seed, target."""
+@app.task(name=RUN_TURN, bind=True)
+def run_turn(self: Task, job: TurnJobJSON) -> str:
+    turn = TurnJob.from_json(job)
 
-    def build(agent: Agent, res: Resources) -> Any:
-        record = res.store.run(job["threadId"], job["runId"])
+    def build(agent: Agent, res: Resources) -> Segment | None:
+        record = res.store.run(turn.thread_id, turn.run_id)
         if record is None:
-            tools = [
-                FrontendTool(
-                    t["name"],
-                    t.get("description", ""),
-                    t["parameters"],
-                    t.get("requiresApproval", False),
-                )
-                for t in job.get("frontendTools", ())
-            ]
-            message = Message.user(job["message"]["text"], id=job["message"]["id"])
-            return agent.stream(message, run_id=job["runId"], frontend_tools=tools)
+            message = Message.user(turn.message.text, id=turn.message.id)
+            return agent.stream(message, run_id=turn.run_id, frontend_tools=turn.frontend_tools)
         if record.status == "running":
-            return agent.recover(run_id=job["runId"]).events()  # redelivered after a loss
+            return agent.recover(run_id=turn.run_id).events()  # redelivered after a loss
         return None  # already done by an earlier delivery
 
-    return _execute(self, job, build)
+    return _execute(self, turn, build)
 
 
-@app.task(name="relayline.continue_run", bind=True)
-def continue_run(self: Task, job: dict[str, Any]) -> str:
-    """job: threadId, agentId, owner, runId, attempt, answers, stopAfterToolCall,
-    protocol, seed, target."""
+@app.task(name=CONTINUE_RUN, bind=True)
+def continue_run(self: Task, job: ContinueJobJSON) -> str:
+    staged_job = ContinueJob.from_json(job)
 
-    def build(agent: Agent, res: Resources) -> Any:
-        record = res.store.current_run(job["threadId"])
+    def build(agent: Agent, res: Resources) -> Segment | None:
+        record = res.store.current_run(staged_job.thread_id)
         mine = record is not None and record.checkpoint.get("executor") == self.request.id
         if record is not None and record.status == "running" and mine:
-            return agent.recover(run_id=job["runId"]).events()  # redelivered after a loss
-        staged = Continuation(agent, job["runId"], job["attempt"], job["answers"])
-        return staged.stop_after_tool_call(bool(job.get("stopAfterToolCall"))).events()
+            return agent.recover(run_id=staged_job.run_id).events()  # redelivered after a loss
+        staged = Continuation(agent, staged_job.run_id, staged_job.attempt, staged_job.answers)
+        return staged.stop_after_tool_call(staged_job.stop_after_tool_call).events()
 
-    return _execute(self, job, build)
+    return _execute(self, staged_job, build)
 
 
-@app.task(name="relayline.expire_wait", bind=True)
-def expire_wait(self: Task, job: dict[str, Any]) -> str:
-    """job: threadId, agentId, owner, runId, attempt, protocol, seed, target. Settles the
-    wait's pending calls with timeout errors, unless the run moved on meanwhile."""
+@app.task(name=EXPIRE_WAIT, bind=True)
+def expire_wait(self: Task, job: ExpireJobJSON) -> str:
+    """Settles the wait's pending calls with timeout errors, unless the run moved on."""
+    expiry = ExpireJob.from_json(job)
     res = resources()
-    record = res.store.current_run(job["threadId"])
-    if record is None or (record.run_id, record.attempt) != (job["runId"], job["attempt"]):
+    record = res.store.current_run(expiry.thread_id)
+    if record is None or (record.run_id, record.attempt) != (expiry.run_id, expiry.attempt):
         return "moved on"
-    agent = _agent(self, res, job)
+    agent = _agent(self, res, expiry)
     try:
         staged = agent.expire_wait()
     except (WorkflowError, RelaylineError):

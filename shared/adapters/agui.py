@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from shared.adapters.base import StreamAdapter
 from shared.chunks import (
@@ -133,13 +133,12 @@ class AGUIAdapter(StreamAdapter):
         self._args: dict[str, list[str]] = {}  # buffered argument deltas by call id
         self._parents: dict[str, str] = {}  # call id -> assistant message id
 
-    def headers(self) -> dict[str, str]:
-        return {
-            "Content-Type": "text/event-stream",
-            "Cache-Control": "no-cache",
-            "Connection": "keep-alive",
-            "X-Accel-Buffering": "no",
-        }
+    HEADERS: ClassVar[Mapping[str, str]] = {
+        "Content-Type": "text/event-stream",
+        "Cache-Control": "no-cache",
+        "Connection": "keep-alive",
+        "X-Accel-Buffering": "no",
+    }
 
     @staticmethod
     def hydrate(stored_messages: Sequence[Message], run: RunRecord | None) -> dict[str, Any]:

@@ -7,8 +7,8 @@ An adapter turns what the loop yields into ProtocolEvents, and frames a segment:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from shared.chunks import (
     ReasoningChunk,
@@ -36,8 +36,11 @@ class StreamAdapter:
         self._mappers: dict[type, Mapper] = {}
         self._done = False
 
+    #: the response headers of a stream in this protocol
+    HEADERS: ClassVar[Mapping[str, str]] = {}
+
     def headers(self) -> dict[str, str]:
-        return {}
+        return dict(self.HEADERS)
 
     def map_event(self, cls: type, mapper: Mapper) -> None:
         """Map objects of exactly ``cls`` (no subclasses) to a portable event, or None to drop."""

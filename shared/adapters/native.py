@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from shared.adapters.base import StreamAdapter
 from shared.chunks import (
@@ -25,8 +26,10 @@ _CHUNK_TYPES: dict[type, str] = {
 
 
 class NativeAdapter(StreamAdapter):
-    def headers(self) -> dict[str, str]:
-        return {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    HEADERS: ClassVar[Mapping[str, str]] = {
+        "Content-Type": "text/event-stream",
+        "Cache-Control": "no-cache",
+    }
 
     def on_chunk(self, chunk: Any) -> list[ProtocolEvent]:
         kind = next(_CHUNK_TYPES[c] for c in type(chunk).__mro__ if c in _CHUNK_TYPES)

@@ -11,7 +11,7 @@ browser handler) only when the run suspends on them, after the batch is persiste
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from shared.adapters.base import StreamAdapter
 from shared.chunks import (
@@ -95,8 +95,7 @@ class VercelAIAdapter(StreamAdapter):
         elif state == "approval-requested":
             self._awaiting_approval.add(call_id)
 
-    def headers(self) -> dict[str, str]:
-        return dict(HEADERS)
+    HEADERS: ClassVar[Mapping[str, str]] = HEADERS
 
     # native chunks -----------------------------------------------------------------
 

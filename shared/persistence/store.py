@@ -22,6 +22,8 @@ from shared.messages import Message
 from shared.persistence.schema import messages, runs, threads
 
 ACTIVE = ("running", "suspended")
+#: ids per lookup query: far below every supported database's bound-parameter limit
+_ID_BATCH = 2000
 
 
 def utcnow() -> datetime:
@@ -142,6 +144,23 @@ class Store:
             for r in rows
         ]
 
+    def stored_message_ids(self, thread_id: str, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` name a message stored on the thread (an indexed lookup, one
+        query for up to ``_ID_BATCH`` ids), without loading any message."""
+        wanted = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), _ID_BATCH):
+                found.update(
+                    conn.execute(
+                        sa.select(messages.c.message_id).where(
+                            messages.c.thread_id == thread_id,
+                            messages.c.message_id.in_(wanted[start : start + _ID_BATCH]),
+                        )
+                    ).scalars()
+                )
+        return found
+
     def append_messages(self, thread_id: str, items: Sequence[Message]) -> None:
         """Append messages; a message id already stored on the thread is skipped."""
         with self.engine.begin() as conn:
@@ -150,11 +169,14 @@ class Store:
     # runs ----------------------------------------------------------------
 
     def current_run(self, thread_id: str) -> RunRecord | None:
+        """The thread's current run (one query)."""
+        query = sa.select(runs).join(
+            threads,
+            sa.and_(threads.c.id == runs.c.thread_id, threads.c.current_run_id == runs.c.run_id),
+        )
         with self.engine.connect() as conn:
-            found = _thread(conn, thread_id)
-            if found is None or found.current_run_id is None:
-                return None
-            return _run(conn, thread_id, found.current_run_id)
+            row = conn.execute(query.where(threads.c.id == thread_id)).first()
+        return None if row is None else _run_record(row)
 
     def run(self, thread_id: str, run_id: str) -> RunRecord | None:
         with self.engine.connect() as conn:
@@ -262,8 +284,10 @@ def _run(conn: Connection, thread_id: str, run_id: str) -> RunRecord | None:
     row = conn.execute(
         sa.select(runs).where(runs.c.thread_id == thread_id, runs.c.run_id == run_id)
     ).first()
-    if row is None:
-        return None
+    return None if row is None else _run_record(row)
+
+
+def _run_record(row: sa.Row[Any]) -> RunRecord:
     return RunRecord(
         thread_id=row.thread_id,
         run_id=row.run_id,

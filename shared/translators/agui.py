@@ -15,6 +15,7 @@ from typing import Any
 from shared.errors import InputTranslationError
 from shared.interrupts import CANCELLED_ERROR, ApprovalRequest, ToolResultsRequest
 from shared.tools import FrontendTool
+from shared.translators.base import NewTurn
 from shared.translators.catalog import check_parameters
 from shared.translators.common import (
     AnyRequest,
@@ -83,6 +84,12 @@ class AGUIInputTranslator:
             "role": "user",
             "content": _user_text(message),
         }
+
+    @staticmethod
+    def new_turn(payload: Mapping[str, Any]) -> NewTurn:
+        """``new_turn_message`` as a typed user turn."""
+        found = AGUIInputTranslator.new_turn_message(payload)
+        return NewTurn(found["id"], found["content"])
 
     # -- client tool catalog ------------------------------------------------------
 

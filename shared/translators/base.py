@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from shared.interrupts import InterruptRequest
+
+
+class NewTurn(NamedTuple):
+    """The user message that starts a turn, as a client sent it: ``id`` is None when
+    the client sent none (the server mints one), never the text "None"."""
+
+    id: str | None
+    text: str
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.errors import InputTranslationError
 from shared.interrupts import ApprovalRequest, ToolResultsRequest
+from shared.translators.base import NewTurn
 from shared.translators.common import (
     AnyRequest,
     answer,
@@ -61,7 +62,7 @@ class VercelAIInputTranslator:
         return bool(messages) and messages[-1].get("role") == "assistant"
 
     @staticmethod
-    def new_turn_text(payload: Mapping[str, Any]) -> tuple[str | None, str]:
+    def new_turn_text(payload: Mapping[str, Any]) -> NewTurn:
         """``(message id, text)`` of the trailing user message, text parts concatenated.
 
         A trailing assistant message is a continuation, not a new turn; anything else
@@ -77,7 +78,7 @@ class VercelAIInputTranslator:
             if part.get("type") == "text" and isinstance(part.get("text"), str)
         )
         message_id = message.get("id")
-        return (message_id if isinstance(message_id, str) and message_id else None), text
+        return NewTurn(message_id if isinstance(message_id, str) and message_id else None, text)
 
 
 def _tool_part(
