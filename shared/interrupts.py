@@ -9,10 +9,23 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from shared.errors import WorkflowError
 from shared.jsonutil import dumps
+
+
+class InterruptJSON(TypedDict):
+    """The public JSON of a wait (reference section 6.1), as a suspended run stores it."""
+
+    interruptId: int
+    type: str
+    eventName: str
+    expiresAt: str | None
+    message: str
+    toolCalls: NotRequired[list[dict[str, Any]]]
+    actions: NotRequired[list[dict[str, Any]]]
+
 
 TIMEOUT_ERROR = "External tool execution timed out."
 CANCELLED_ERROR = "Frontend tool execution cancelled."
@@ -84,7 +97,7 @@ class _Wait:
     def expired(self, now: datetime | None = None) -> bool:
         return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
 
-    def _json_head(self) -> dict[str, Any]:
+    def _json_head(self) -> InterruptJSON:
         return {
             "interruptId": self.interrupt_id,
             "type": "wait_for_event",
@@ -115,7 +128,7 @@ class ToolResultsRequest(_Wait):
     def candidate_ids(self) -> set[str]:
         return set(self.pending_ids) | set(self.accepted)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InterruptJSON:
         return {**self._json_head(), "toolCalls": [c.tool_call_json() for c in self.tool_calls]}
 
     def validate_results(self, results: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,7 +180,7 @@ class ApprovalRequest(_Wait):
     def candidate_ids(self) -> set[str]:
         return set(self.pending_ids) | set(self.decided)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InterruptJSON:
         actions = [
             {
                 "id": a.id,

@@ -29,8 +29,7 @@ from shared.adapters.agui import (
     tool_call_json,
     tool_message_json,
 )
-from shared.agent.batch import results_of, settled_text
-from shared.agent.loop import request_from_record
+from shared.batch import request_from_record, results_of, settled_text
 from shared.interrupts import ToolResultsRequest
 from shared.jsonutil import dumps
 from shared.messages import Message
@@ -62,8 +61,9 @@ def hydrate(
     hidden_args: dict[str, Collection[str]] = {}
     if run is not None:
         # The open batch records what its own tools redact.
-        for call in (run.checkpoint.get("batch") or {}).get("calls", ()):
-            hidden_args[call["id"]] = call.get("redact", ())
+        open_batch = run.checkpoint.get("batch")
+        for open_call in open_batch["calls"] if open_batch is not None else ():
+            hidden_args[open_call["id"]] = open_call.get("redact", ())
     if isinstance(waiting, ToolResultsRequest) and run is not None:
         dispatched = set(waiting.pending_ids)
         # Results settled while the batch still waits: accepted frontend results, and

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from shared import batch as batches
 from shared.adapters.base import StreamAdapter
 from shared.adapters.vercel import part_id
-from shared.agent import batch as batches
-from shared.agent.loop import request_from_record
+from shared.batch import request_from_record
 from shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
 from shared.messages import Message, ToolCallPart, ToolResultPart
 from shared.persistence.store import RunRecord
+from shared.records import Accepted, BatchJSON, CallJSON
 from shared.tools import AnyTool, redacted_inputs
 
 Part = dict[str, Any]
@@ -34,13 +35,13 @@ class _Turn:
     def __init__(self, run: RunRecord | None) -> None:
         batch = run.checkpoint.get("batch") if run is not None else None
         active = run is not None and run.status in ("running", "suspended")
-        self.batch: dict[str, Any] | None = batch if active else None
-        self.accepted: dict[str, Any] = run.accepted if run is not None else {}
+        self.batch: BatchJSON | None = batch if active else None
+        self.accepted: Accepted = run.accepted if run is not None else Accepted()
         self.request: InterruptRequest | None = (
             request_from_record(run) if run is not None else None
         )
 
-    def call(self, message_id: str, call_id: str) -> dict[str, Any] | None:
+    def call(self, message_id: str, call_id: str) -> CallJSON | None:
         if self.batch is None or self.batch.get("messageId") != message_id:
             return None
         return next((c for c in self.batch["calls"] if c["id"] == call_id), None)
@@ -127,7 +128,7 @@ def _settled_part(call: ToolCallPart, result: ToolResultPart | None, tool: AnyTo
     return part
 
 
-def _open_part(call: ToolCallPart, open_call: dict[str, Any], turn: _Turn) -> Part:
+def _open_part(call: ToolCallPart, open_call: CallJSON, turn: _Turn) -> Part:
     part = _base(call, open_call.get("redact", ()))
     info = batches.call_info(open_call, turn.accepted, with_result=True)
     request = turn.request

@@ -11,9 +11,10 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared.agent.loop import RunLoop, request_from_record
+from shared.agent.loop import RunLoop
 from shared.agent.segment import AdapterFactory, ChannelFactory, drain, run_segment, state_of
 from shared.agent.spec import AgentSpec, RunState
+from shared.batch import request_from_record
 from shared.errors import (
     ExpiredError,
     InputTranslationError,
@@ -24,7 +25,8 @@ from shared.errors import (
 from shared.interrupts import TIMEOUT_ERROR, ApprovalRequest, InterruptRequest, ToolResultsRequest
 from shared.messages import Message, new_id
 from shared.persistence.store import RunRecord, Store
-from shared.tools import FrontendTool
+from shared.records import Accepted, Checkpoint
+from shared.tools import FrontendTool, FrontendToolJSON
 from shared.translators.base import InputTranslator
 
 THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -195,12 +197,12 @@ class Agent:
             assert state is not None  # a failed segment always follows an admitted run
             return state
 
-    def _stamped(self, record: RunRecord) -> dict[str, Any]:
+    def _stamped(self, record: RunRecord) -> Checkpoint:
         if self.executor is None:
             return record.checkpoint
         return {**record.checkpoint, "executor": self.executor}
 
-    def _checked_frontend_tools(self, tools: Sequence[FrontendTool]) -> list[dict[str, Any]]:
+    def _checked_frontend_tools(self, tools: Sequence[FrontendTool]) -> list[FrontendToolJSON]:
         backend = {t.name for t in self.spec.tools}
         seen: set[str] = set()
         for item in tools:
@@ -211,15 +213,7 @@ class Agent:
             if item.name in seen:
                 raise InputTranslationError(f"Duplicate frontend tool '{item.name}'.")
             seen.add(item.name)
-        return [
-            {
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.input_schema,
-                "requiresApproval": t.requires_approval,
-            }
-            for t in tools
-        ]
+        return [t.to_json() for t in tools]
 
     def _suspended(self) -> tuple[RunRecord, InterruptRequest]:
         record = self.inspect()
@@ -271,8 +265,11 @@ class Agent:
         new = _validate(request, answers)
         if not new:
             return loop, False  # an identical repeat: accepted, nothing to do
-        key = "decisions" if isinstance(request, ApprovalRequest) else "results"
-        accepted = {**record.accepted, key: {**record.accepted.get(key, {}), **new}}
+        accepted: Accepted = {**record.accepted}
+        if isinstance(request, ApprovalRequest):
+            accepted["decisions"] = {**record.accepted.get("decisions", {}), **new}
+        else:
+            accepted["results"] = {**record.accepted.get("results", {}), **new}
         checkpoint = self._stamped(record)
         if stop_after and isinstance(request, ToolResultsRequest):
             checkpoint = {**checkpoint, "stopAfterBatch": True}

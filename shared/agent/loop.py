@@ -8,14 +8,13 @@ result is written as soon as it returns: a retry never executes it again.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections.abc import Generator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared.agent import batch as batches
+from shared import batch as batches
 from shared.agent.spec import AgentSpec
 from shared.chunks import (
     ReasoningChunk,
@@ -26,10 +25,15 @@ from shared.chunks import (
 )
 from shared.errors import ProviderError, RelaylineError
 from shared.events import Activity, StepFinished, StepStarted
-from shared.interrupts import TIMEOUT_ERROR, ApprovalRequest, InterruptRequest, ToolResultsRequest
+from shared.interrupts import (
+    TIMEOUT_ERROR,
+    ApprovalRequest,
+    InterruptJSON,
+    ToolResultsRequest,
+)
 from shared.jsonutil import dumps
 from shared.messages import Message, ToolCallPart, new_id
-from shared.persistence.store import RunRecord, Store
+from shared.persistence.store import UNCHANGED, RunRecord, Store, Unchanged
 from shared.providers.base import (
     ModelRequest,
     ReasoningDelta,
@@ -38,43 +42,21 @@ from shared.providers.base import (
     ToolSchema,
     Usage,
 )
-from shared.tools import AnyTool, FrontendTool
+from shared.records import (
+    Accepted,
+    BatchJSON,
+    CallJSON,
+    Checkpoint,
+    ResultEntry,
+    RunStatus,
+)
+from shared.tools import AnyTool
 
 Item = Any  # a chunk or a portable event
 
 
 class StepLimitError(RelaylineError):
     """The turn needed more model calls than AgentSpec.max_steps allows."""
-
-
-def dynamic_tools(start: dict[str, Any]) -> list[FrontendTool]:
-    """Frontend tools a client declared for this run (AG-UI catalogs), kept with the run."""
-    return [
-        FrontendTool(
-            name=t["name"],
-            description=t.get("description", ""),
-            input_schema=t.get("parameters") or {"type": "object", "properties": {}},
-            requires_approval=bool(t.get("requiresApproval", False)),
-        )
-        for t in start.get("frontendTools", ())
-    ]
-
-
-def request_from_record(record: RunRecord) -> InterruptRequest | None:
-    """The interrupt a suspended run waits on, rebuilt from what persistence holds."""
-    if record.status != "suspended" or record.interrupt is None:
-        return None
-    batch = record.checkpoint["batch"]
-    interrupt_id = int(record.interrupt["interruptId"])
-    if record.interrupt["eventName"] == ApprovalRequest.event_name:
-        return batches.approval_request(interrupt_id, batch, record.accepted)
-    expires = batch.get("waitExpiresAt")
-    return batches.results_request(
-        interrupt_id,
-        batch,
-        record.accepted,
-        datetime.fromisoformat(expires) if expires else None,
-    )
 
 
 class RunLoop:
@@ -85,7 +67,7 @@ class RunLoop:
         self.store = store
         self.record = record
         self.lease_seconds = lease_seconds
-        self.tools: dict[str, AnyTool] = spec.tool_map(dynamic_tools(record.start))
+        self.tools: dict[str, AnyTool] = spec.tool_map(batches.dynamic_tools(record.start))
         self.last_text: str | None = None
 
     # persistence ---------------------------------------------------------------
@@ -93,10 +75,36 @@ class RunLoop:
     def _lease(self) -> datetime:
         return datetime.now(UTC) + timedelta(seconds=self.lease_seconds)
 
-    def write(self, append: Sequence[Message] = (), **changes: Any) -> RunRecord:
-        changes.setdefault("lease_expires_at", self._lease())
-        self.record = self.store.write_run(self.record, append=append, **changes)
+    def write(
+        self,
+        append: Sequence[Message] = (),
+        *,
+        status: RunStatus | Unchanged = UNCHANGED,
+        attempt: int | Unchanged = UNCHANGED,
+        interrupt: InterruptJSON | Unchanged | None = UNCHANGED,
+        accepted: Accepted | Unchanged = UNCHANGED,
+        checkpoint: Checkpoint | Unchanged = UNCHANGED,
+        error: str | Unchanged | None = UNCHANGED,
+        lease_expires_at: datetime | Unchanged | None = UNCHANGED,
+    ) -> RunRecord:
+        """Write the run (``Store.write_run``); the lease is renewed unless given."""
+        self.record = self.store.write_run(
+            self.record,
+            append=append,
+            status=status,
+            attempt=attempt,
+            interrupt=interrupt,
+            accepted=accepted,
+            checkpoint=checkpoint,
+            error=error,
+            lease_expires_at=self._lease() if lease_expires_at is UNCHANGED else lease_expires_at,
+        )
         return self.record
+
+    def _batch(self) -> BatchJSON:
+        batch = self.record.checkpoint.get("batch")
+        assert batch is not None  # called only while a batch is open
+        return batch
 
     def fail(self, error: BaseException) -> None:
         """Record the failure; a process fenced out by another writes nothing."""
@@ -112,7 +120,7 @@ class RunLoop:
                 if self.record.status == "suspended":
                     return self.record
                 if self.record.checkpoint.get("stopAfterBatch"):
-                    checkpoint = {**self.record.checkpoint, "stopAfterBatch": False}
+                    checkpoint: Checkpoint = {**self.record.checkpoint, "stopAfterBatch": False}
                     return self.write(
                         status="completed",
                         checkpoint=checkpoint,
@@ -148,21 +156,21 @@ class RunLoop:
             yield StepFinished("model", {"step": step, "failed": True})
             raise
         self.last_text = assistant.text
-        checkpoint = {**self.record.checkpoint, "modelCalls": step, "batch": None}
+        checkpoint: Checkpoint = {**self.record.checkpoint, "modelCalls": step, "batch": None}
         if calls:
             checkpoint["batch"] = {
                 "messageId": message_id,
                 "resultMessageId": new_id("msg"),
                 "calls": calls,
             }
-        self.write(append=[assistant], checkpoint=checkpoint, accepted={})
+        self.write(append=[assistant], checkpoint=checkpoint, accepted=Accepted())
         yield StepFinished("model", {"step": step})
         for call in calls:
-            yield ToolCallChunk(message_id, batches.call_info(call, {}, with_result=False))
+            yield ToolCallChunk(message_id, batches.call_info(call, Accepted(), with_result=False))
 
     def _respond(
         self, request: ModelRequest, message_id: str
-    ) -> Generator[Item, None, tuple[Message, list[dict[str, Any]]]]:
+    ) -> Generator[Item, None, tuple[Message, list[CallJSON]]]:
         """Stream one model response as chunks; return it as a message and its calls."""
         text: list[str] = []
         reasoning: list[str] = []
@@ -198,7 +206,7 @@ class RunLoop:
         )
         return assistant, calls
 
-    def _call(self, piece: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, piece: dict[str, Any]) -> CallJSON:
         name = piece["name"]
         tool = self.tools.get(name or "")
         if tool is None:
@@ -222,7 +230,7 @@ class RunLoop:
         }
 
     def _settle(self) -> Generator[Item, None, None]:
-        batch = self.record.checkpoint["batch"]
+        batch = self._batch()
         if batches.undecided(batch, self.record.accepted):
             self._suspend(ApprovalRequest.event_name, batch)
             return
@@ -245,13 +253,13 @@ class RunLoop:
                 info = batches.call_info(call, settled, with_result=True)
                 yield ToolResultChunk(info, batch["messageId"])
 
-    def _execute(self, call: dict[str, Any]) -> Generator[Item, None, None]:
+    def _execute(self, call: CallJSON) -> Generator[Item, None, None]:
         tool = self.tools.get(call["name"])
         activity = f"activity_{call['id']}"
         status = {"callId": call["id"], "toolName": call["name"]}
         yield Activity(activity, "tool", {**status, "status": "running", "durationMs": 0})
         started = time.perf_counter()
-        entry: dict[str, Any]
+        entry: ResultEntry
         try:
             if tool is None:
                 raise LookupError(f"Tool '{call['name']}' is not available on this server.")
@@ -265,24 +273,19 @@ class RunLoop:
         outcome = "error" if "error" in entry else "ok"
         yield Activity(activity, "tool", {**status, "status": outcome, "durationMs": elapsed})
         info = batches.call_info(call, self.record.accepted, with_result=True)
-        yield ToolResultChunk(info, self.record.checkpoint["batch"]["messageId"])
+        yield ToolResultChunk(info, self._batch()["messageId"])
 
-    def _settle_timeouts(self, batch: dict[str, Any]) -> None:
+    def _settle_timeouts(self, batch: BatchJSON) -> None:
         accepted = self.record.accepted
         results = batches.results_of(accepted)
         for call in batches.pending_frontend(batch, accepted):
             results[call["id"]] = {"error": TIMEOUT_ERROR}
         self.write(accepted={**accepted, "results": results})
 
-    def _suspend(self, event_name: str, batch: dict[str, Any]) -> None:
+    def _suspend(self, event_name: str, batch: BatchJSON) -> None:
         number = self.record.checkpoint.get("interruptSeq", 0) + 1
-        checkpoint = {**self.record.checkpoint, "interruptSeq": number, "batch": batch}
-        marker = {"interruptId": number, "eventName": event_name}
-        draft = dataclasses.replace(
-            self.record, status="suspended", checkpoint=checkpoint, interrupt=marker
-        )
-        request = request_from_record(draft)
-        assert request is not None  # draft is suspended with an interrupt
+        checkpoint: Checkpoint = {**self.record.checkpoint, "interruptSeq": number, "batch": batch}
+        request = batches.request_for(event_name, number, batch, self.record.accepted)
         self.write(
             status="suspended",
             checkpoint=checkpoint,

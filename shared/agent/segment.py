@@ -9,8 +9,9 @@ from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 from shared.adapters.base import StreamAdapter
-from shared.agent.loop import RunLoop, request_from_record
+from shared.agent.loop import RunLoop
 from shared.agent.spec import RunState
+from shared.batch import request_from_record
 from shared.chunks import InterruptEvent
 from shared.delivery import Channel, GuardedChannel
 from shared.errors import ConflictError, RelaylineError, RunFailedError

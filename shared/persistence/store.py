@@ -7,21 +7,34 @@ also appends the messages the step produced, so a lost race writes nothing at al
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from shared.errors import ConflictError, RunInFlightError
+from shared.interrupts import InterruptJSON
 from shared.jsonutil import dumps
 from shared.messages import Message
 from shared.persistence.schema import messages, runs, threads
+from shared.records import ACTIVE_STATUSES, Accepted, Checkpoint, RunStart, RunStatus
 
-ACTIVE = ("running", "suspended")
+ACTIVE = ACTIVE_STATUSES
+
+
+class Unchanged(enum.Enum):
+    """The default of ``write_run``'s fields: keep what the record holds (None is a
+    value some fields are set to)."""
+
+    UNCHANGED = "unchanged"
+
+
+UNCHANGED: Final = Unchanged.UNCHANGED
 #: ids per lookup query: far below every supported database's bound-parameter limit
 _ID_BATCH = 2000
 
@@ -52,13 +65,13 @@ class RunRecord:
 
     thread_id: str
     run_id: str
-    status: str
+    status: RunStatus
     attempt: int
     version: int
-    interrupt: dict[str, Any] | None
-    accepted: dict[str, Any]
-    checkpoint: dict[str, Any]
-    start: dict[str, Any]
+    interrupt: InterruptJSON | None
+    accepted: Accepted
+    checkpoint: Checkpoint
+    start: RunStart
     error: str | None
     lease_expires_at: datetime | None
     updated: datetime
@@ -188,7 +201,7 @@ class Store:
         run_id: str,
         *,
         owner: str,
-        start: dict[str, Any],
+        start: RunStart,
         first_messages: Sequence[Message],
         lease_expires_at: datetime,
     ) -> RunRecord:
@@ -226,8 +239,8 @@ class Store:
                 attempt=1,
                 version=1,
                 interrupt=None,
-                accepted={},
-                checkpoint={},
+                accepted=Accepted(),
+                checkpoint=Checkpoint(),
                 start=start,
                 error=None,
                 lease_expires_at=lease_expires_at,
@@ -238,13 +251,37 @@ class Store:
             return record
 
     def write_run(
-        self, record: RunRecord, *, append: Sequence[Message] = (), **changes: Any
+        self,
+        record: RunRecord,
+        *,
+        append: Sequence[Message] = (),
+        status: RunStatus | Unchanged = UNCHANGED,
+        attempt: int | Unchanged = UNCHANGED,
+        interrupt: InterruptJSON | Unchanged | None = UNCHANGED,
+        accepted: Accepted | Unchanged = UNCHANGED,
+        checkpoint: Checkpoint | Unchanged = UNCHANGED,
+        error: str | Unchanged | None = UNCHANGED,
+        lease_expires_at: datetime | Unchanged | None = UNCHANGED,
     ) -> RunRecord:
-        """Compare-and-set ``changes`` onto the run; ``append`` goes in the same transaction.
+        """Compare-and-set the given fields onto the run (the others are kept);
+        ``append`` goes in the same transaction.
 
         Raises ConflictError (nothing written) when the run moved since ``record``."""
-        updated = dataclasses.replace(
-            record, version=record.version + 1, updated=utcnow(), **changes
+        updated = RunRecord(
+            thread_id=record.thread_id,
+            run_id=record.run_id,
+            status=record.status if status is UNCHANGED else status,
+            attempt=record.attempt if attempt is UNCHANGED else attempt,
+            version=record.version + 1,
+            interrupt=record.interrupt if interrupt is UNCHANGED else interrupt,
+            accepted=record.accepted if accepted is UNCHANGED else accepted,
+            checkpoint=record.checkpoint if checkpoint is UNCHANGED else checkpoint,
+            start=record.start,
+            error=record.error if error is UNCHANGED else error,
+            lease_expires_at=(
+                record.lease_expires_at if lease_expires_at is UNCHANGED else lease_expires_at
+            ),
+            updated=utcnow(),
         )
         with self.engine.begin() as conn:
             moved = conn.execute(

@@ -15,7 +15,7 @@ import pytest
 
 from shared.adapters import ui_messages
 from shared.agent import Agent, AgentSpec, FrontendTool, tool
-from shared.agent.batch import rejection_text
+from shared.batch import rejection_text
 from shared.chunks import ToolCallChunk
 from shared.messages import Message, ToolCallPart, ToolResultPart
 from shared.persistence import Store

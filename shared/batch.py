@@ -2,32 +2,58 @@
 interrupt that names them, and the tool message once every call is settled.
 
 A batch lives in the run's checkpoint as JSON; decisions and results accumulate in
-the run's ``accepted`` map by call id. Everything here is a pure function of the two.
+the run's ``accepted`` map by call id. Everything here is a pure function of the
+record, so the protocols read a run's interrupt without importing the agent loop.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from shared.chunks import ToolCallInfo
-from shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
+from shared.interrupts import ApprovalRequest, InterruptRequest, PendingCall, ToolResultsRequest
 from shared.jsonutil import normalize_result
 from shared.messages import Message, ToolResultPart
-from shared.tools import redacted_inputs
+from shared.persistence.store import RunRecord
+from shared.records import Accepted, BatchJSON, CallJSON, Decision, ResultEntry, RunStart
+from shared.tools import FrontendTool, redacted_inputs
 
-Call = dict[str, Any]
+
+def request_from_record(record: RunRecord) -> InterruptRequest | None:
+    """The interrupt a suspended run waits on, rebuilt from what persistence holds."""
+    batch = record.checkpoint.get("batch")
+    if record.status != "suspended" or record.interrupt is None or batch is None:
+        return None
+    interrupt_id = int(record.interrupt["interruptId"])
+    return request_for(record.interrupt["eventName"], interrupt_id, batch, record.accepted)
 
 
-def decisions_of(accepted: dict[str, Any]) -> dict[str, Any]:
+def request_for(
+    event_name: str, interrupt_id: int, batch: BatchJSON, accepted: Accepted
+) -> InterruptRequest:
+    """The request a wait of ``event_name`` on ``batch`` stands for."""
+    if event_name == ApprovalRequest.event_name:
+        return approval_request(interrupt_id, batch, accepted)
+    expires = batch.get("waitExpiresAt")
+    return results_request(
+        interrupt_id, batch, accepted, datetime.fromisoformat(expires) if expires else None
+    )
+
+
+def dynamic_tools(start: RunStart) -> list[FrontendTool]:
+    """Frontend tools a client declared for this run (AG-UI catalogs), kept with the run."""
+    return [FrontendTool.from_json(t) for t in start.get("frontendTools", ())]
+
+
+def decisions_of(accepted: Accepted) -> dict[str, Decision]:
     return dict(accepted.get("decisions", {}))
 
 
-def results_of(accepted: dict[str, Any]) -> dict[str, Any]:
+def results_of(accepted: Accepted) -> dict[str, ResultEntry]:
     return dict(accepted.get("results", {}))
 
 
-def rejection(decision: Any) -> tuple[bool, str | None]:
+def rejection(decision: Decision | None) -> tuple[bool, str | None]:
     """(rejected?, reason) of one native decision."""
     if decision == "reject":
         return True, None
@@ -44,7 +70,7 @@ def rejection_text(name: str, reason: str | None) -> str:
     return text + " Do not retry this call unless the user asks for it."
 
 
-def _pending(call: Call, batch: dict[str, Any]) -> PendingCall:
+def _pending(call: CallJSON, batch: BatchJSON) -> PendingCall:
     return PendingCall(
         id=call["id"],
         name=call["name"],
@@ -55,16 +81,16 @@ def _pending(call: Call, batch: dict[str, Any]) -> PendingCall:
     )
 
 
-def undecided(batch: dict[str, Any], accepted: dict[str, Any]) -> list[Call]:
+def undecided(batch: BatchJSON, accepted: Accepted) -> list[CallJSON]:
     decisions = decisions_of(accepted)
     return [c for c in batch["calls"] if c["approval"] and c["id"] not in decisions]
 
 
-def is_rejected(call: Call, accepted: dict[str, Any]) -> bool:
+def is_rejected(call: CallJSON, accepted: Accepted) -> bool:
     return rejection(decisions_of(accepted).get(call["id"]))[0]
 
 
-def unexecuted_backend(batch: dict[str, Any], accepted: dict[str, Any]) -> list[Call]:
+def unexecuted_backend(batch: BatchJSON, accepted: Accepted) -> list[CallJSON]:
     results = results_of(accepted)
     return [
         c
@@ -73,7 +99,7 @@ def unexecuted_backend(batch: dict[str, Any], accepted: dict[str, Any]) -> list[
     ]
 
 
-def pending_frontend(batch: dict[str, Any], accepted: dict[str, Any]) -> list[Call]:
+def pending_frontend(batch: BatchJSON, accepted: Accepted) -> list[CallJSON]:
     results = results_of(accepted)
     return [
         c
@@ -82,9 +108,7 @@ def pending_frontend(batch: dict[str, Any], accepted: dict[str, Any]) -> list[Ca
     ]
 
 
-def approval_request(
-    interrupt_id: int, batch: dict[str, Any], accepted: dict[str, Any]
-) -> ApprovalRequest:
+def approval_request(interrupt_id: int, batch: BatchJSON, accepted: Accepted) -> ApprovalRequest:
     gated = {c["id"] for c in batch["calls"] if c["approval"]}
     decided = {k: v for k, v in decisions_of(accepted).items() if k in gated}
     actions = tuple(_pending(c, batch) for c in undecided(batch, accepted))
@@ -99,8 +123,8 @@ def approval_request(
 
 def results_request(
     interrupt_id: int,
-    batch: dict[str, Any],
-    accepted: dict[str, Any],
+    batch: BatchJSON,
+    accepted: Accepted,
     expires_at: datetime | None,
 ) -> ToolResultsRequest:
     deferred = {c["id"] for c in batch["calls"] if c["deferred"]}
@@ -112,15 +136,15 @@ def results_request(
     )
 
 
-def settled_text(entry: dict[str, Any]) -> tuple[str, bool]:
+def settled_text(entry: ResultEntry) -> tuple[str, bool]:
     """(text the model sees, is error) of one stored result entry."""
     if "error" in entry:
         return str(entry["error"]), True
     return normalize_result(entry["result"]), False
 
 
-def call_info(call: Call, accepted: dict[str, Any], *, with_result: bool) -> ToolCallInfo:
-    """The ToolCall JSON of a call as it stands, arguments redacted where declared."""
+def call_info(call: CallJSON, accepted: Accepted, *, with_result: bool) -> ToolCallInfo:
+    """The ToolCallJSON JSON of a call as it stands, arguments redacted where declared."""
     decision = decisions_of(accepted).get(call["id"])
     rejected, reason = rejection(decision)
     approval = None
@@ -146,7 +170,7 @@ def call_info(call: Call, accepted: dict[str, Any], *, with_result: bool) -> Too
     )
 
 
-def tool_message(batch: dict[str, Any], accepted: dict[str, Any]) -> Message:
+def tool_message(batch: BatchJSON, accepted: Accepted) -> Message:
     """One tool message holding every call's outcome, in the batch's order."""
     results = results_of(accepted)
     parts = []

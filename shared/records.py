@@ -1,0 +1,71 @@
+"""The JSON shapes a durable run record holds, one TypedDict each, so that a misspelled
+key fails the type check instead of a run in production.
+
+``start``: what the turn began with. ``checkpoint``: the loop's position (model calls
+made, the open tool batch, the interrupt counter, who executes). ``accepted``: decisions
+and results by call id. ``interrupt``: the public JSON of what a suspended run waits on
+(``shared.interrupts``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from shared.tools import FrontendToolJSON
+
+RunStatus = Literal["running", "suspended", "completed", "failed"]
+#: the statuses that hold a thread: no new turn starts while its run is in one of them
+ACTIVE_STATUSES: tuple[RunStatus, ...] = ("running", "suspended")
+
+
+class RunStart(TypedDict):
+    """What a turn began with: the user message's id and the client's tool catalog."""
+
+    message: str
+    frontendTools: list[FrontendToolJSON]
+
+
+class CallJSON(TypedDict):
+    """One tool call of a batch as the model made it, with its tool's policy."""
+
+    id: str
+    name: str
+    inputs: dict[str, Any]
+    description: str | None
+    deferred: bool
+    approval: bool
+    redact: list[str]
+
+
+class BatchJSON(TypedDict):
+    """The open tool batch: the assistant message proposing the calls, the id its
+    tool message will have, the calls, and the deadline of a frontend wait."""
+
+    messageId: str
+    resultMessageId: str
+    calls: list[CallJSON]
+    waitExpiresAt: NotRequired[str | None]
+
+
+class ResultEntry(TypedDict, total=False):
+    """A settled call: ``result`` (any JSON) or ``error`` (text)."""
+
+    result: Any
+    error: str
+
+
+#: "approve", "reject" or ["reject", "<reason>"]
+Decision = str | list[str]
+
+
+class Accepted(TypedDict, total=False):
+    decisions: dict[str, Decision]
+    results: dict[str, ResultEntry]
+
+
+class Checkpoint(TypedDict, total=False):
+    modelCalls: int
+    batch: BatchJSON | None
+    interruptSeq: int
+    stopAfterBatch: bool
+    #: the Celery task executing the run: its own redelivery may take it over at once
+    executor: str
