@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeAlias
+
+#: a free-form JSON object (a JSON schema, a tool's inputs, a client's state): where the
+#: shape is known, a TypedDict names it instead
+JSONObject: TypeAlias = dict[str, Any]
 
 # One encoder: json.dumps with options builds a new encoder on every call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)

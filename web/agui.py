@@ -4,18 +4,21 @@ through ``GET /agui/threads/<id>``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, NotFound
 
-from shared.adapters.agui_hydrate import agui_thread_payload
 from shared.agent import Agent, AgentSpec
 from shared.jobs import DEFAULT_AGENT, ClientSeed, ContinueJob, TurnJob, UserTurn
-from shared.messages import new_id
+from shared.messages import Message, new_id
+from shared.persistence.store import Store
+from shared.protocols import agui
+from shared.protocols.agui.hydrate import Redact
 from shared.protocols.agui.seed import lookup_ids, unstored
+from shared.protocols.agui.wire import InterruptJSON, MessageJSON
+from shared.records import RunStatus
 from shared.tools import redactions
-from shared.translators import AGUIInputTranslator
 from web.auth import current_user, thread_for
 from web.dispatch import current_run, deliver, json_body, new_run_id, refuse_if_busy, refuse_replay
 from web.services import services
@@ -42,7 +45,7 @@ def _run(agent_id: str) -> Response:
     if not isinstance(client_messages, list):
         raise BadRequest("'messages' must be a list.")
     state = payload.get("state")
-    translator = AGUIInputTranslator()
+    translator = agui.AGUIInputTranslator()
     agent = Agent(thread_id, spec, services().store, owner=user)
     if translator.is_continuation(payload):
         staged = agent.submit_inputs(payload, translator)
@@ -145,3 +148,58 @@ def get_thread(thread_id: str) -> Response:
         redact=redactions(spec.tools),
     )
     return jsonify(payload)
+
+
+class ThreadPayload(TypedDict):
+    messages: list[MessageJSON]
+    interrupts: list[InterruptJSON]
+    status: RunStatus | None
+    before: str | None
+
+
+_REPORTED_STATUSES = ("suspended", "running", "failed")
+
+
+def agui_thread_payload(
+    store: Store,
+    thread_id: str,
+    limit: int = 50,
+    before: str | None = None,
+    *,
+    redact: Redact | None = None,
+) -> ThreadPayload:
+    """The body of ``GET /agui/threads/<id>``: ``{messages, interrupts, status, before}``.
+
+    ``status`` is the current run's status while it matters to the UI (suspended,
+    running, failed), else None; ``before`` is the stored id to page back from, or None
+    when nothing is older. Page with stored ids only: derived ids (``result_…``,
+    ``reasoning_…``) name no stored message.
+    """
+    run = store.current_run(thread_id)
+    page = store.messages(thread_id, limit=limit, before=before)
+    latest = before is None
+    if latest and run is not None and run.status in _REPORTED_STATUSES:
+        page = _reach_back(store, thread_id, page, run.start.get("message"), limit)
+    older = bool(page) and bool(store.messages(thread_id, limit=1, before=page[0].id))
+    hydrated = agui.hydrate(page, run if latest else None, redact=redact)
+    return {
+        "messages": hydrated["messages"],
+        "interrupts": hydrated["interrupts"],
+        "status": run.status if run is not None and run.status in _REPORTED_STATUSES else None,
+        "before": page[0].id if older else None,
+    }
+
+
+def _reach_back(
+    store: Store, thread_id: str, page: list[Message], start_id: Any, limit: int
+) -> list[Message]:
+    """Extend the latest page back to the open turn's user message: a page that cut
+    the turn in two would show that message again once the older page loads."""
+    if not isinstance(start_id, str):
+        return page
+    while page and all(m.id != start_id for m in page):
+        older = store.messages(thread_id, limit=limit, before=page[0].id)
+        if not older:
+            break
+        page = older + page
+    return page

@@ -5,11 +5,10 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 from werkzeug.exceptions import BadRequest
 
-from shared.adapters import ui_messages
 from shared.agent import Agent
 from shared.jobs import ContinueJob, TurnJob, UserTurn
 from shared.messages import new_id
-from shared.translators import VercelAIInputTranslator
+from shared.protocols.vercel import VercelAIInputTranslator, ui_messages
 from web.auth import current_user, thread_for
 from web.dispatch import current_run, deliver, json_body, new_run_id, refuse_if_busy, refuse_replay
 from web.services import services

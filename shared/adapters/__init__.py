@@ -1,9 +1,11 @@
-"""Protocol adapters: native chunks to the events a frontend protocol expects."""
+"""Protocol adapters: native chunks to the events a frontend protocol expects.
 
-from shared.adapters.agui import AGUIAdapter
-from shared.adapters.base import StreamAdapter
-from shared.adapters.native import NativeAdapter
-from shared.adapters.ui_messages import ui_messages
-from shared.adapters.vercel import VercelAIAdapter
+Kept as the public import path; each adapter lives in its protocol's package under
+``shared.protocols``."""
+
+from shared.protocols.adapter import StreamAdapter
+from shared.protocols.agui import AGUIAdapter
+from shared.protocols.native import NativeAdapter
+from shared.protocols.vercel import VercelAIAdapter, ui_messages
 
 __all__ = ["AGUIAdapter", "NativeAdapter", "StreamAdapter", "VercelAIAdapter", "ui_messages"]

@@ -25,9 +25,9 @@ from shared.errors import (
 from shared.interrupts import TIMEOUT_ERROR, ApprovalRequest, InterruptRequest, ToolResultsRequest
 from shared.messages import Message, new_id
 from shared.persistence.store import RunRecord, Store
+from shared.protocols.translator import InputTranslator
 from shared.records import Accepted, Checkpoint
 from shared.tools import FrontendTool, FrontendToolJSON
-from shared.translators.base import InputTranslator
 
 THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")

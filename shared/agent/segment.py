@@ -8,7 +8,6 @@ import logging
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
-from shared.adapters.base import StreamAdapter
 from shared.agent.loop import RunLoop
 from shared.agent.spec import RunState
 from shared.batch import request_from_record
@@ -17,6 +16,7 @@ from shared.delivery import Channel, GuardedChannel
 from shared.errors import ConflictError, RelaylineError, RunFailedError
 from shared.events import ProtocolEvent
 from shared.persistence.store import RunRecord
+from shared.protocols.adapter import StreamAdapter
 
 AdapterFactory = Callable[[], StreamAdapter]
 ChannelFactory = Callable[[], Channel]

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
 from sqlalchemy.engine import Connection, Engine
 
 from shared.errors import ConflictError, RunInFlightError
@@ -93,9 +95,6 @@ class Store:
 
     def migrate(self) -> None:
         """Bring the schema to the newest Alembic revision (idempotent)."""
-        from alembic import command
-        from alembic.config import Config
-
         config = Config()
         config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         with self.engine.begin() as conn:

@@ -6,8 +6,8 @@ histories. Both raise InputTranslationError (400) for malformed or unmatched inp
 and let the request's WorkflowError (409) through.
 """
 
-from shared.translators.agui import AGUIInputTranslator
-from shared.translators.base import InputTranslator
-from shared.translators.vercel import VercelAIInputTranslator
+from shared.protocols.agui.translator import AGUIInputTranslator
+from shared.protocols.translator import InputTranslator
+from shared.protocols.vercel.translator import VercelAIInputTranslator
 
 __all__ = ["AGUIInputTranslator", "InputTranslator", "VercelAIInputTranslator"]

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from shared.adapters import AGUIAdapter
-from shared.adapters.agui_hydrate import agui_thread_payload
 from shared.agent import Agent, AgentSpec
 from shared.interrupts import CANCELLED_ERROR
 from shared.messages import Message
@@ -34,6 +33,7 @@ from tests.unit.test_agui_adapter import (
     stream,
     types,
 )
+from web.agui import agui_thread_payload
 
 pytestmark = pytest.mark.integration
 

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from shared.adapters import AGUIAdapter
-from shared.adapters.agui_hydrate import agui_thread_payload, hydrate
 from shared.agent import Agent, AgentSpec, FrontendTool, tool
 from shared.messages import Message
 from shared.persistence import Store
+from shared.protocols.agui.hydrate import hydrate
 from shared.translators import AGUIInputTranslator
 from tests.support.agents import build_spec
 from tests.unit.test_agui_adapter import (
@@ -27,6 +27,7 @@ from tests.unit.test_agui_adapter import (
     stream_with,
     tool_reply,
 )
+from web.agui import agui_thread_payload
 
 
 def test_reload_during_approval_equals_the_live_snapshot(

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from shared.errors import InputTranslationError
+from shared.protocols.agui.catalog import check_parameters
 from shared.tools import FrontendTool
 from shared.translators import AGUIInputTranslator
-from shared.translators.catalog import check_parameters
 
 tools = AGUIInputTranslator.tools
 REQUIRED = "An AG-UI tool requires name, description and parameters."

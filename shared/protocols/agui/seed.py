@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from shared.adapters.agui_hydrate import Redact, hydrate
 from shared.jobs import ClientSeed
 from shared.persistence.store import Store
+from shared.protocols.agui.hydrate import Redact, hydrate
 
 REASONING_PREFIX = "reasoning_"
 

@@ -15,7 +15,7 @@ Two differences from the live stream are deliberate:
 relayline stores the turn's user message when the run starts, in the same transaction,
 so the reference's step 1 (append the run's uncommitted input) cannot happen here; what
 can happen is a latest page too short to reach back to that message, which
-``agui_thread_payload`` prevents by extending the page.
+the reload route (``web.agui``) prevents by extending the page.
 """
 
 from __future__ import annotations
@@ -23,22 +23,22 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from shared.adapters.agui import (
+from shared.batch import request_from_record, results_of, settled_text
+from shared.interrupts import ToolResultsRequest
+from shared.jsonutil import dumps
+from shared.messages import Message
+from shared.persistence.store import RunRecord
+from shared.protocols.agui.wire import (
+    Hydrated,
+    MessageJSON,
     interrupts_json,
     reasoning_id,
     tool_call_json,
     tool_message_json,
 )
-from shared.batch import request_from_record, results_of, settled_text
-from shared.interrupts import ToolResultsRequest
-from shared.jsonutil import dumps
-from shared.messages import Message
-from shared.persistence.store import RunRecord, Store
 from shared.tools import redacted_inputs
 
 Redact = Mapping[str, Collection[str]]
-
-_REPORTED_STATUSES = ("suspended", "running", "failed")
 
 
 def hydrate(
@@ -46,7 +46,7 @@ def hydrate(
     run: RunRecord | None,
     *,
     redact: Redact | None = None,
-) -> dict[str, Any]:
+) -> Hydrated:
     """``{"messages": [...], "interrupts": [...]}`` for one page of stored messages.
 
     Pass ``run`` (the thread's current run) only with the latest page: on it, a call
@@ -83,7 +83,7 @@ def hydrate(
             for call in message.tool_calls:
                 newest_holder.setdefault(call.id, message.id)
 
-    messages: list[dict[str, Any]] = []
+    messages: list[MessageJSON] = []
     for message in stored_messages:
         if message.role == "tool":
             messages += [
@@ -102,7 +102,7 @@ def hydrate(
             rid = reasoning_id(message.id)
             messages.append({"id": rid, "role": "reasoning", "content": message.reasoning})
         if message.text or visible:
-            assistant: dict[str, Any] = {"id": message.id, "role": "assistant"}
+            assistant: MessageJSON = {"id": message.id, "role": "assistant"}
             assistant["content"] = message.text
             if visible:
                 assistant["toolCalls"] = [
@@ -129,48 +129,3 @@ def _shown(
 ) -> dict[str, Any]:
     hidden = set(hidden_args.get(call_id, ())) | set((redact or {}).get(name, ()))
     return redacted_inputs(inputs, hidden) if hidden else dict(inputs)
-
-
-def agui_thread_payload(
-    store: Store,
-    thread_id: str,
-    limit: int = 50,
-    before: str | None = None,
-    *,
-    redact: Redact | None = None,
-) -> dict[str, Any]:
-    """The body of ``GET /agui/threads/<id>``: ``{messages, interrupts, status, before}``.
-
-    ``status`` is the current run's status while it matters to the UI (suspended,
-    running, failed), else None; ``before`` is the stored id to page back from, or None
-    when nothing is older. Page with stored ids only: derived ids (``result_…``,
-    ``reasoning_…``) name no stored message.
-    """
-    run = store.current_run(thread_id)
-    page = store.messages(thread_id, limit=limit, before=before)
-    latest = before is None
-    if latest and run is not None and run.status in _REPORTED_STATUSES:
-        page = _reach_back(store, thread_id, page, run.start.get("message"), limit)
-    older = bool(page) and bool(store.messages(thread_id, limit=1, before=page[0].id))
-    hydrated = hydrate(page, run if latest else None, redact=redact)
-    return {
-        "messages": hydrated["messages"],
-        "interrupts": hydrated["interrupts"],
-        "status": run.status if run is not None and run.status in _REPORTED_STATUSES else None,
-        "before": page[0].id if older else None,
-    }
-
-
-def _reach_back(
-    store: Store, thread_id: str, page: list[Message], start_id: Any, limit: int
-) -> list[Message]:
-    """Extend the latest page back to the open turn's user message: a page that cut
-    the turn in two would show that message again once the older page loads."""
-    if not isinstance(start_id, str):
-        return page
-    while page and all(m.id != start_id for m in page):
-        older = store.messages(thread_id, limit=limit, before=page[0].id)
-        if not older:
-            break
-        page = older + page
-    return page

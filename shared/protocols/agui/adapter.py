@@ -11,7 +11,7 @@ right before its local result, or when ``interrupt(ToolResultsRequest)`` hands i
 the frontend.
 
 Every published id is a stored message id or derived from one (``reasoning_<id>``,
-``result_<callId>``), so a reload (:mod:`shared.adapters.agui_hydrate`) rebuilds the
+``result_<callId>``), so a reload (:mod:`shared.protocols.agui.hydrate`) rebuilds the
 same ids. relayline keeps the text, reasoning and calls of one model response in one
 assistant message, so a call's ``parentMessageId`` is that response's text message id.
 It comes from the segment's proposal chunks or, in a resumed segment that saw no
@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from shared.adapters.base import StreamAdapter
 from shared.chunks import (
     ReasoningChunk,
     TextChunk,
@@ -34,68 +33,20 @@ from shared.chunks import (
     ToolResultChunk,
 )
 from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
-from shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
+from shared.interrupts import InterruptRequest, ToolResultsRequest
 from shared.jsonutil import dumps
 from shared.messages import Message, new_id
 from shared.persistence.store import RunRecord
-
-#: the answer a ``confirmation`` interrupt expects (resumed as ``{approved, reason?}``)
-CONFIRMATION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
-    "required": ["approved"],
-}
-
-
-def reasoning_id(message_id: str) -> str:
-    return f"reasoning_{message_id}"
-
-
-def result_id(call_id: str) -> str:
-    return f"result_{call_id}"
-
-
-def tool_call_json(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    """A ``toolCalls`` entry of an assistant message; ``arguments`` is JSON text."""
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-def tool_message_json(call_id: str, content: str, is_error: bool) -> dict[str, Any]:
-    """The tool message a result becomes; an error keeps its text in both fields."""
-    message = {"id": result_id(call_id), "role": "tool", "toolCallId": call_id, "content": content}
-    if is_error:
-        message["error"] = content
-    return message
-
-
-def interrupts_json(request: InterruptRequest) -> list[dict[str, Any]]:
-    """The AG-UI interrupts of ``request``: one ``confirmation`` per approval action,
-    else one generic interrupt named by the request id (what a reload of a frontend
-    wait shows; live, a frontend wait is a plain handoff and has no interrupt)."""
-    data = request.to_json()
-    expires = {"expiresAt": data["expiresAt"]} if data.get("expiresAt") else {}
-    if isinstance(request, ApprovalRequest):
-        return [
-            {
-                "id": action["id"],
-                "reason": "confirmation",
-                # PendingCall carries no per-action reason, so the request's message
-                "message": action["reason"] or request.message,
-                "responseSchema": copy.deepcopy(CONFIRMATION_SCHEMA),
-                "metadata": {**action, "decision": "pending"},
-                **expires,
-            }
-            for action in data["actions"]
-        ]
-    return [
-        {
-            "id": str(request.interrupt_id),
-            "reason": f"neuron:{data['type']}",
-            "message": request.message,
-            "metadata": data,
-            **expires,
-        }
-    ]
+from shared.protocols.adapter import StreamAdapter
+from shared.protocols.agui.hydrate import hydrate
+from shared.protocols.agui.wire import (
+    Hydrated,
+    MessageJSON,
+    interrupts_json,
+    reasoning_id,
+    tool_call_json,
+    tool_message_json,
+)
 
 
 class AGUIAdapter(StreamAdapter):
@@ -117,7 +68,10 @@ class AGUIAdapter(StreamAdapter):
         self.thread_id = thread_id
         self.run_id = run_id
         self._state = copy.deepcopy(dict(state or {}))
-        self._messages: list[dict[str, Any]] = [copy.deepcopy(dict(m)) for m in messages]
+        # What the client sent, shaped like AG-UI messages (the translator validated them).
+        self._messages: list[MessageJSON] = [
+            cast(MessageJSON, copy.deepcopy(dict(m))) for m in messages
+        ]
         self._held: set[str] = set()  # calls the client sent us
         self._answered: set[str] = set()  # calls whose result the client holds
         for message in self._messages:
@@ -141,10 +95,8 @@ class AGUIAdapter(StreamAdapter):
     }
 
     @staticmethod
-    def hydrate(stored_messages: Sequence[Message], run: RunRecord | None) -> dict[str, Any]:
+    def hydrate(stored_messages: Sequence[Message], run: RunRecord | None) -> Hydrated:
         """``{messages, interrupts}`` a reloading client needs (reference section 7.3)."""
-        from shared.adapters.agui_hydrate import hydrate  # it imports this module
-
         return hydrate(stored_messages, run)
 
     # framing ---------------------------------------------------------------------
@@ -247,7 +199,8 @@ class AGUIAdapter(StreamAdapter):
             events.append(ProtocolEvent("REASONING_START", {"messageId": rid}))
             start = {"messageId": rid, "role": "reasoning"}
             events.append(ProtocolEvent("REASONING_MESSAGE_START", start))
-        self._reasoning_message(chunk.message_id)["content"] += chunk.content
+        held = self._reasoning_message(chunk.message_id)
+        held["content"] = (held.get("content") or "") + chunk.content
         delta = {"messageId": rid, "delta": chunk.content}
         return [*events, ProtocolEvent("REASONING_MESSAGE_CONTENT", delta)]
 
@@ -337,17 +290,17 @@ class AGUIAdapter(StreamAdapter):
     def _close_open(self) -> list[ProtocolEvent]:
         return self._close_reasoning() + self._close_text()
 
-    def _find(self, message_id: str) -> dict[str, Any] | None:
+    def _find(self, message_id: str) -> MessageJSON | None:
         return next((m for m in self._messages if m.get("id") == message_id), None)
 
-    def _assistant(self, message_id: str) -> dict[str, Any]:
+    def _assistant(self, message_id: str) -> MessageJSON:
         found = self._find(message_id)
         if found is None:
-            found = {"id": message_id, "role": "assistant", "content": ""}
+            found = MessageJSON(id=message_id, role="assistant", content="")
             self._messages.append(found)
         return found
 
-    def _reasoning_message(self, message_id: str) -> dict[str, Any]:
+    def _reasoning_message(self, message_id: str) -> MessageJSON:
         rid = reasoning_id(message_id)
         found = self._find(rid)
         if found is None:

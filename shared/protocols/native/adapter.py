@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from shared.adapters.base import StreamAdapter
 from shared.chunks import (
     ReasoningChunk,
     TextChunk,
@@ -15,6 +14,7 @@ from shared.chunks import (
 )
 from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
 from shared.interrupts import InterruptRequest
+from shared.protocols.adapter import StreamAdapter
 
 _CHUNK_TYPES: dict[type, str] = {
     TextChunk: "text",

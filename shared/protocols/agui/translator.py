@@ -14,10 +14,8 @@ from typing import Any
 
 from shared.errors import InputTranslationError
 from shared.interrupts import CANCELLED_ERROR, ApprovalRequest, ToolResultsRequest
-from shared.tools import FrontendTool
-from shared.translators.base import NewTurn
-from shared.translators.catalog import check_parameters
-from shared.translators.common import (
+from shared.protocols.agui.catalog import check_parameters
+from shared.protocols.rules import (
     AnyRequest,
     answer,
     approval_decision,
@@ -26,6 +24,8 @@ from shared.translators.common import (
     finish,
     require_object,
 )
+from shared.protocols.translator import NewTurn
+from shared.tools import FrontendTool
 
 SHAPE_ERROR = "AG-UI input must end with a user message or carry a continuation."
 

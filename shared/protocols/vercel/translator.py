@@ -13,8 +13,7 @@ from typing import Any
 
 from shared.errors import InputTranslationError
 from shared.interrupts import ApprovalRequest, ToolResultsRequest
-from shared.translators.base import NewTurn
-from shared.translators.common import (
+from shared.protocols.rules import (
     AnyRequest,
     answer,
     approval_decision,
@@ -23,6 +22,7 @@ from shared.translators.common import (
     finish,
     require_object,
 )
+from shared.protocols.translator import NewTurn
 
 SHAPE_ERROR = (
     "Vercel input must end with a user message or an assistant message carrying tool parts."

@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from shared import batch as batches
-from shared.adapters.base import StreamAdapter
-from shared.adapters.vercel import part_id
 from shared.batch import request_from_record
 from shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
 from shared.messages import Message, ToolCallPart, ToolResultPart
 from shared.persistence.store import RunRecord
+from shared.protocols.adapter import StreamAdapter
+from shared.protocols.vercel.adapter import part_id
 from shared.records import Accepted, BatchJSON, CallJSON
 from shared.tools import AnyTool, redacted_inputs
 

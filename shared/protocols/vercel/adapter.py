@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from shared.adapters.base import StreamAdapter
 from shared.chunks import (
     ReasoningChunk,
     TextChunk,
@@ -25,6 +24,7 @@ from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepSta
 from shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
 from shared.jsonutil import dumps
 from shared.messages import new_id
+from shared.protocols.adapter import StreamAdapter
 
 HEADERS = {
     "Content-Type": "text/event-stream",
