@@ -6,7 +6,7 @@
 
 1. Relay latency: a RedisChannel publish (real envelope) to the SSE frame at an HTTP
    client of the production relay body (bench/relay_app.py: ``web.dispatch._relayed``
-   under ``shared.cli.web_command``'s gunicorn gevent worker), against a bare redis-py
+   under ``relayline.cli.web_command``'s gunicorn gevent worker), against a bare redis-py
    PUBLISH of the same bytes to a Pub/Sub subscriber, alternated message by message.
    Target: p50 within 2 ms of the baseline.
 2. Dispatch overhead: POST /api/threads/<new id>/messages {"content": "hello"} to the
@@ -65,7 +65,7 @@ import redis
 
 from channels import RedisChannel
 from channels.envelope import encode_envelope
-from shared.cli import web_command
+from relayline.cli import web_command
 from shared.events import ProtocolEvent
 
 ROOT = Path(__file__).resolve().parents[1]

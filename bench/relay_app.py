@@ -5,7 +5,7 @@
 The route does what ``web.dispatch.relay`` does minus the agent and the Celery task:
 subscribe a ``RedisChannelReader`` first, then return ``web.dispatch._relayed`` (imported,
 never copied) as the streaming body with the native protocol's headers. bench/relay.py
-serves it with ``shared.cli.web_command``'s gunicorn options (one gevent worker), so the
+serves it with ``relayline.cli.web_command``'s gunicorn options (one gevent worker), so the
 relay code, the server and its configuration are the ones in production.
 """
 

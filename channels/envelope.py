@@ -1,4 +1,5 @@
-"""The broadcast envelope every channel transport sends (reference sections 2.2, 2.3).
+"""The broadcast envelope every channel transport sends
+(docs/reference/neuron-streaming-spec.md sections 2.2, 2.3).
 
 One logical event is ``{"streamId": <32 hex>, "sequence": n, "type": t, "data": d}`` with
 that key order. ``sequence`` counts logical events from 0 per segment, terminals

@@ -1,4 +1,4 @@
-"""The ``stream.fragment`` codec (reference section 2.4).
+"""The ``stream.fragment`` codec (docs/reference/neuron-streaming-spec.md section 2.4).
 
 An event too big for the transport becomes ``total`` envelopes sharing its sequence,
 each with data ``{"event", "index", "total", "part"}``. ``part`` is URL-safe base64 of
@@ -98,7 +98,8 @@ class Fragment:
 
     @classmethod
     def parse(cls, data: Any) -> Fragment:
-        """Validate fragment data as a browser consumer does (reference section 2.6)."""
+        """Validate fragment data as a browser consumer does
+        (docs/reference/neuron-streaming-spec.md section 2.6)."""
         if not isinstance(data, Mapping):
             raise EnvelopeError("Invalid channel fragment")
         event, part = data.get("event"), data.get("part")

@@ -1,5 +1,5 @@
 """Redis Pub/Sub: RedisChannel publishes a segment, RedisChannelReader relays one
-segment to one SSE response (reference sections 3.2 and 4).
+segment to one SSE response (docs/reference/neuron-streaming-spec.md sections 3.2 and 4).
 
 - **Ordering:** Pub/Sub keeps one connection's publish order; each PUBLISH carries one
   envelope, so the reader expects sequences in order and treats a jump as loss.

@@ -1,4 +1,4 @@
-"""The one place that reads the environment (DESIGN section 8)."""
+"""The one place that reads the environment (docs/DESIGN.md section 8)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class Settings:
     database_url: str = "sqlite:///relayline.db"
     redis_url: str | None = None
     celery_broker_url: str | None = None
-    agent: str = "shared.demo:build"
+    agent: str = "relayline.demo:build"
     agents: Mapping[str, str] = dataclasses.field(default_factory=dict)
     auth: str = "none"
     secret_key: str = "dev-insecure-secret"

@@ -1,9 +1,9 @@
 """The Celery application. ``celery -A worker.app worker`` (or ``relayline worker``) runs it.
 
-Timing is ordered as the reference requires (section 7.2): the run lease outlives the
-longest single step, the task time limit outlives the longest turn, and the broker's
-visibility timeout outlives the task time limit, so no live run is taken for dead and
-no two workers run the same turn.
+Timing is ordered as docs/reference/neuron-streaming-spec.md section 7.2 requires: the run
+lease outlives the longest single step, the task time limit outlives the longest turn,
+and the broker's visibility timeout outlives the task time limit, so no live run is
+taken for dead and no two workers run the same turn.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The three tables (DESIGN section 7). Alembic migrations create them; this module is
+"""The three tables (docs/DESIGN.md section 7). Alembic migrations create them; this module is
 the single definition both the migrations' autogenerate and the store read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The stream adapter contract (reference section 5.1).
+"""The stream adapter contract (docs/reference/neuron-streaming-spec.md section 5.1).
 
 An adapter turns what the loop yields into ProtocolEvents, and frames a segment:
 ``start()``, then exactly one terminal: ``end()``, ``interrupt(request)`` or

@@ -1,7 +1,7 @@
 """A deterministic model for tests and demos: rules match the last user message,
 steps answer one model call each.
 
-Script format (DESIGN section 6)::
+Script format (docs/DESIGN.md section 6)::
 
     {"chunk_size": 4,
      "rules": [{"match": "(?i)title", "steps": [

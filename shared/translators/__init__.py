@@ -1,4 +1,5 @@
-"""Protocol payloads to native continuation maps (reference section 6).
+"""Protocol payloads to native continuation maps
+(docs/reference/neuron-streaming-spec.md section 6).
 
 ``AGUIInputTranslator`` reads AG-UI ``RunAgentInput`` (``resume`` or tool messages)
 and the client tool catalog; ``VercelAIInputTranslator`` reads ``useChat`` message

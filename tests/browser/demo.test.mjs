@@ -6,7 +6,7 @@
  *
  * Run by tests/integration/test_demo_page.py against a real stack (web app, Celery
  * worker, Redis, SQLite; for push, a real soketi and a real Mercure hub) serving the
- * demo agent (shared/demo.py). Without deliveries it walks the relay journey (backend
+ * demo agent (relayline/demo.py). Without deliveries it walks the relay journey (backend
  * tool, frontend tool, approve, reload mid-approval, reject, new conversation) on a
  * server that offers no push delivery. With deliveries (relay, mercure, pusher) it
  * starts a fresh conversation per delivery, chooses it, and drives a frontend tool and

@@ -1,6 +1,6 @@
 """The demo page at ``/`` in a real browser: headless Debian Chromium driven by
 playwright-core (tests/browser/demo.test.mjs) against the whole stack (web app, a real
-Celery worker, Redis, SQLite) running the demo agent of ``shared/demo.py``: relayed on
+Celery worker, Redis, SQLite) running the demo agent of ``relayline/demo.py``: relayed on
 a server without push delivery, and relayed, through Mercure and through Pusher on one
 that has a real Mercure hub and a real soketi."""
 
@@ -41,7 +41,7 @@ def demo_stack(tmp_path_factory: pytest.TempPathFactory, redis_base_url: str) ->
     with redis.Redis.from_url(redis_url) as client:
         client.flushdb()
     Store(database_url).dispose()  # migrate before the worker touches the database
-    env = {**stack_env(redis_url, database_url, workdir), "RELAYLINE_AGENT": "shared.demo:build"}
+    env = {**stack_env(redis_url, database_url, workdir), "RELAYLINE_AGENT": "relayline.demo:build"}
     with running_stack(env, workers=1) as (web, _workers):
         yield web.url
     with redis.Redis.from_url(redis_url) as client:
@@ -171,7 +171,7 @@ def push_demo_stack(
         DEMO_PUSH_DB,
         soketi=soketi,
         hub=hub,
-        RELAYLINE_AGENT="shared.demo:build",
+        RELAYLINE_AGENT="relayline.demo:build",
     ) as running:
         yield running
 

@@ -1,4 +1,4 @@
-"""Push delivery end to end (DESIGN section 3, "Push delivery"; section 5).
+"""Push delivery end to end (docs/DESIGN.md section 3, "Push delivery"; section 5).
 
 The real pipeline (a Celery worker process and the web app, SQLite, Redis) runs the test
 agent with its output pushed through a real soketi or a real Mercure hub. Subscribers
@@ -179,7 +179,7 @@ def listen(stack: PushStack, delivery: str, thread: str) -> PusherListener | Mer
 
 
 def where(stack: PushStack, delivery: str, thread: str, run_id: str) -> dict[str, Any]:
-    """The 202 body of DESIGN section 3: where the thread's output is pushed."""
+    """The 202 body of docs/DESIGN.md section 3: where the thread's output is pushed."""
     body = {"threadId": thread, "delivery": delivery, "runId": run_id}
     if delivery == "pusher":
         assert stack.soketi is not None

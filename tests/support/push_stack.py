@@ -55,7 +55,7 @@ def push_env(
     *,
     master_key: str | None = None,
 ) -> dict[str, str]:
-    """The settings of DESIGN section 8 that configure push delivery."""
+    """The settings of docs/DESIGN.md section 8 that configure push delivery."""
     env = {"RELAYLINE_PUBLIC_URL": PUBLIC_URL}
     if soketi is not None:
         env |= {

@@ -2,7 +2,7 @@
 (``http://<key>:<secret>@<host>:<port>/apps/<id>``), else one this session starts.
 
 soketi comes from npm (``tests/node/soketi``, installed with ``npm ci`` on first use)
-and is started only with every loopback setting of ``shared/reference/peers.md``: bound
+and is started only with every loopback setting of ``docs/reference/peers.md``: bound
 to 127.0.0.1, metrics on 127.0.0.1, cluster discovery unicast to 127.0.0.1 (never the
 UDP broadcast), 10 KB events like Pusher's. It is stopped by its PID.
 """

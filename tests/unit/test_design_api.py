@@ -1,4 +1,4 @@
-"""The Python API of DESIGN section 6 runs as written there."""
+"""The Python API of docs/DESIGN.md section 6 runs as written there."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_design_section_6_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.chdir(tmp_path)
     deleted: list[str] = []
 
-    # --- as in DESIGN section 6 ---------------------------------------------------
+    # --- as in docs/DESIGN.md section 6 ---------------------------------------------------
     from shared.agent import Agent, AgentSpec, FrontendTool, tool
     from shared.persistence import Store
     from shared.providers import OpenAIProvider, ScriptedProvider  # noqa: F401

@@ -10,7 +10,7 @@ from shared.settings import Settings
 
 def test_default_and_named_agents_load_once() -> None:
     registry = AgentRegistry.from_settings(
-        Settings.from_env({"RELAYLINE_AGENTS": "helper=shared.demo:build"})
+        Settings.from_env({"RELAYLINE_AGENTS": "helper=relayline.demo:build"})
     )
     assert registry.ids() == ["default", "helper"]
     spec = registry.spec("helper")
@@ -26,7 +26,7 @@ def test_default_and_named_agents_load_once() -> None:
     [
         ("nomodule", "module:function"),
         ("no_such_module_xyz:build", "Cannot import"),
-        ("shared.demo:nothing", "does not name a callable"),
+        ("relayline.demo:nothing", "does not name a callable"),
     ],
 )
 def test_bad_factories_are_explained(target: str, message: str) -> None:

@@ -1,4 +1,5 @@
-"""ScriptedProvider: rules, steps, chunking, tool calls, templates, errors (DESIGN 6)."""
+"""ScriptedProvider: rules, steps, chunking, tool calls, templates, errors
+(docs/DESIGN.md section 6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settings.from_env with an explicit environment (DESIGN 8)."""
+"""Settings.from_env with an explicit environment (docs/DESIGN.md section 8)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_defaults() -> None:
     assert settings.database_url == "sqlite:///relayline.db"
     assert settings.redis_url is None
     assert settings.broker_url is None
-    assert settings.agent == "shared.demo:build"
+    assert settings.agent == "relayline.demo:build"
     assert dict(settings.agents) == {}
     assert settings.auth == "none"
     assert settings.delivery == "relay"

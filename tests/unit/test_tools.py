@@ -1,4 +1,5 @@
-"""``@tool``, ``Tool``, ``FrontendTool``, ``type_schema`` and ``redacted_inputs`` (DESIGN 6)."""
+"""``@tool``, ``Tool``, ``FrontendTool``, ``type_schema`` and ``redacted_inputs``
+(docs/DESIGN.md section 6)."""
 
 from __future__ import annotations
 

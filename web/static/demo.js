@@ -1,5 +1,5 @@
 /**
- * relayline demo page: a chat that speaks the native protocol (DESIGN.md §5).
+ * relayline demo page: a chat that speaks the native protocol (docs/DESIGN.md section 5).
  *
  *   POST /api/threads/<id>/messages      {"content": "..."}            -> native SSE
  *   POST /api/threads/<id>/tool-results  {"<callId>": {"result": any}} -> native SSE
@@ -7,7 +7,7 @@
  *   GET  /api/chat/<id>                  Vercel UIMessage[] (used to redraw on reload)
  *   GET  /api/threads/<id>               {run: {status, interrupt}} (what the run waits for)
  *   GET  /demo/config                    the push deliveries this server offers
- *   POST /pusher/auth, GET /mercure/token?threadId=<id>   push subscriptions (DESIGN §3)
+ *   POST /pusher/auth, GET /mercure/token?threadId=<id>   push subscriptions (docs/DESIGN.md section 3)
  *
  * Layout of this file: transports (how native events reach the page: relayed, or pushed
  * through Pusher or a Mercure hub), rendering (events and stored messages become DOM,

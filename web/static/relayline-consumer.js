@@ -4,7 +4,7 @@
  * back into the ordered protocol events of one run segment.
  *
  * Dependency-free ES module for browsers and Node >= 20.19; no build step. Behaviour and
- * limits follow the reference spec (`reference/neuron-streaming-spec.md` §2.2-2.6, the
+ * limits follow the reference spec (`docs/reference/neuron-streaming-spec.md` §2.2-2.6, the
  * JS `@neuron-core/streaming` core), the contract the Python channels write to.
  *
  *   transport SDK (pusher-js channel, EventSource on the hub)

@@ -1,4 +1,4 @@
-"""AG-UI events from native chunks (reference section 5.3).
+"""AG-UI events from native chunks (docs/reference/neuron-streaming-spec.md section 5.3).
 
 The wire is plain camelCase dicts shaped exactly like the ``ag_ui.core`` event models
 (the tests parse every event with them and run ``ag-ui-validate``); building pydantic
@@ -96,7 +96,8 @@ class AGUIAdapter(StreamAdapter):
 
     @staticmethod
     def hydrate(stored_messages: Sequence[Message], run: RunRecord | None) -> Hydrated:
-        """``{messages, interrupts}`` a reloading client needs (reference section 7.3)."""
+        """``{messages, interrupts}`` a reloading client needs
+        (docs/reference/neuron-streaming-spec.md section 7.3)."""
         return hydrate(stored_messages, run)
 
     # framing ---------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Reload for AG-UI clients (reference section 7.3).
+"""Reload for AG-UI clients (docs/reference/neuron-streaming-spec.md section 7.3).
 
 ``hydrate`` rebuilds, from stored history and the run, the AG-UI messages and pending
 interrupts a client held when the live stream ended: ``messages`` seeds the client's
@@ -15,7 +15,7 @@ Two differences from the live stream are deliberate:
 relayline stores the turn's user message when the run starts, in the same transaction,
 so the reference's step 1 (append the run's uncommitted input) cannot happen here; what
 can happen is a latest page too short to reach back to that message, which
-the reload route (``web.agui``) prevents by extending the page.
+the reload route (``GET /agui/threads/<id>``) prevents by extending the page.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The native vocabulary (reference section 5.2): stateless, one event per chunk."""
+"""The native vocabulary (docs/reference/neuron-streaming-spec.md section 5.2): stateless,
+one event per chunk."""
 
 from __future__ import annotations
 

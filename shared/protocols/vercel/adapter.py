@@ -1,4 +1,5 @@
-"""The Vercel AI SDK UI message stream (reference section 5.4), as ``useChat`` reads it.
+"""The Vercel AI SDK UI message stream (docs/reference/neuron-streaming-spec.md section 5.4),
+as ``useChat`` reads it.
 
 Every chunk carries only fields the ``ai`` package's chunk schema declares: the SDK
 refuses anything else. One turn is one UI message: ``start`` (lazy, with the message

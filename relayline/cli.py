@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from relayline.demo import build
 from shared.agent import Agent, AgentSpec
 from shared.auth import mint_token
 from shared.chunks import InterruptEvent, TextChunk, ToolResultChunk
@@ -136,8 +137,6 @@ def _print_segment(events: Iterable[object]) -> None:
 def run_demo(database: str | None) -> int:
     """A scripted conversation in the terminal; each continuation uses a fresh Agent, as
     another process would."""
-    from shared.demo import build
-
     spec: AgentSpec = build()
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(database or f"sqlite:///{Path(tmp) / 'demo.db'}")
