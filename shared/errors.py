@@ -5,17 +5,27 @@ Hierarchy::
     RelaylineError
     ├── InputTranslationError      bad input from a client (HTTP 400)
     ├── WorkflowError              the run refuses the operation (HTTP 409)
-    │   ├── StaleRunError          expected run id or attempt is no longer current
-    │   ├── RunInFlightError       a new turn while a run holds the thread
-    │   ├── ConflictError          a concurrent change won the compare-and-set; retry
-    │   └── ExpiredError           the wait's deadline has passed
+    │   ├── StaleRunError          expected run id or attempt is no longer current (HTTP 409)
+    │   ├── RunInFlightError       a new turn while a run holds the thread (HTTP 409)
+    │   ├── ConflictError          a concurrent change won the compare-and-set; retry (HTTP 409)
+    │   └── ExpiredError           the wait's deadline has passed (HTTP 409)
+    ├── StepLimitError             the turn needed more model calls than max_steps allows
     ├── ToolError                  a tool cannot run here (frontend tool executed on the backend)
     ├── StreamAdapterError         an adapter cannot encode what it was given
     ├── ProviderError              the model provider failed (HTTP error, broken stream)
     └── RunFailedError             the run failed; raised by streaming consumers after error frames
+
+A refusal raised before a response starts is answered ``{"error": message, "type": class
+name}`` with its status from ``HTTP_STATUS`` (``web/errors.py``). The errors in
+``NOT_HTTP`` are failures of a run, not answers to a request: the protocol's error
+frame reports them, and one escaping before the headers is a plain 500.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
 
 
 class RelaylineError(Exception):
@@ -58,6 +68,10 @@ class ExpiredError(WorkflowError):
     """A frontend wait passed its deadline; late results are refused."""
 
 
+class StepLimitError(RelaylineError):
+    """The turn needed more model calls than AgentSpec.max_steps allows."""
+
+
 class ToolError(RelaylineError):
     """A tool cannot be executed here."""
 
@@ -76,3 +90,30 @@ class RunFailedError(RelaylineError):
     def __init__(self, message: str, cause: BaseException | None = None) -> None:
         super().__init__(message)
         self.cause = cause
+
+
+#: The HTTP status of every error a request can be refused with (web/errors.py).
+HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
+    {
+        InputTranslationError: 400,
+        WorkflowError: 409,
+        StaleRunError: 409,
+        RunInFlightError: 409,
+        ConflictError: 409,
+        ExpiredError: 409,
+    }
+)
+
+#: Errors with no status of their own: a run's failures, never a request's refusal.
+NOT_HTTP: Final[frozenset[type[RelaylineError]]] = frozenset(
+    {RelaylineError, StepLimitError, ToolError, StreamAdapterError, ProviderError, RunFailedError}
+)
+
+
+def http_status(error: BaseException) -> int | None:
+    """The status of the nearest class of ``error`` in HTTP_STATUS (so an application's
+    subclass of WorkflowError is a 409 too); None for any other error."""
+    for cls in type(error).__mro__:
+        if issubclass(cls, RelaylineError) and cls in HTTP_STATUS:
+            return HTTP_STATUS[cls]
+    return None

@@ -24,6 +24,7 @@ from shared.chunks import (
     ToolResultChunk,
 )
 from shared.errors import ProviderError, RelaylineError
+from shared.errors import StepLimitError as StepLimitError  # re-exported: it lived here
 from shared.events import Activity, StepFinished, StepStarted
 from shared.interrupts import (
     TIMEOUT_ERROR,
@@ -53,10 +54,6 @@ from shared.records import (
 from shared.tools import AnyTool
 
 Item = Any  # a chunk or a portable event
-
-
-class StepLimitError(RelaylineError):
-    """The turn needed more model calls than AgentSpec.max_steps allows."""
 
 
 class RunLoop:
