@@ -1,4 +1,5 @@
-"""A Python consumer of channel envelopes, the twin of the browser one (reference 2.6).
+"""A Python consumer of channel envelopes, the twin of the browser one
+(docs/reference/neuron-streaming-spec.md section 2.6).
 
 It orders envelopes by sequence per segment (``streamId``), reassembles fragments,
 drops duplicates, and reports a *gap* for anything it cannot vouch for: malformed or

@@ -1,4 +1,5 @@
-"""MercureChannel: a segment as updates published to a Mercure hub (reference 3.4).
+"""MercureChannel: a segment as updates published to a Mercure hub
+(docs/reference/neuron-streaming-spec.md section 3.4).
 
 - **Ordering:** the hub dispatches updates in publish order, and each update is a JSON
   array of envelopes in sequence order; the browser listens to ``message`` events.
@@ -25,12 +26,13 @@ import requests
 
 from channels.base import AbstractChannel
 from channels.errors import ChannelConfigError, PublishError
+from shared.ids import THREAD_ID
 
 if TYPE_CHECKING:
     from shared.settings import Settings
 
-THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-#: the longest a segment's run may be held waiting for the hub, in total (reference 3.4)
+#: the longest a segment's run may be held waiting for the hub, in total
+#: (docs/reference/neuron-streaming-spec.md section 3.4)
 MAX_HOLD = 10.0
 #: the delay after a 429 whose Retry-After is missing or not a number of seconds
 DEFAULT_RETRY_AFTER = 1.0

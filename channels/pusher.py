@@ -1,4 +1,5 @@
-"""PusherChannel: a segment through the Pusher HTTP API's ``batch_events`` (reference 3.3).
+"""PusherChannel: a segment through the Pusher HTTP API's ``batch_events``
+(docs/reference/neuron-streaming-spec.md section 3.3).
 
 - **Ordering:** kept within one batch only; batches may overtake each other, so
   consumers reorder by ``sequence`` (``channels.Consumer``, the JS consumer).
@@ -25,12 +26,12 @@ import pusher.errors
 from channels.base import AbstractChannel
 from channels.envelope import utf8_len
 from channels.errors import ChannelConfigError, EnvelopeError, PublishError
+from shared.ids import THREAD_ID
 
 if TYPE_CHECKING:
     from shared.settings import Settings
 
 CHANNEL_NAME = re.compile(r"[-a-zA-Z0-9_=@,.;]{1,164}")
-THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 ENCRYPTED_PREFIX = "private-encrypted-"
 #: Pusher's per-event data limit, and its multi-tenant clusters' events per request
 EVENT_LIMIT = 10_000

@@ -11,7 +11,6 @@ import hashlib
 import hmac
 import re
 
-ANONYMOUS = "anonymous"
 _USER = re.compile(r"^[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}$")
 
 

@@ -6,9 +6,8 @@ import importlib
 from collections.abc import Callable, Mapping
 
 from shared.agent.spec import AgentSpec
+from shared.jobs import DEFAULT_AGENT
 from shared.settings import Settings
-
-DEFAULT_AGENT = "default"
 
 
 def load_factory(target: str) -> Callable[[], AgentSpec]:

@@ -10,8 +10,9 @@ from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, NotFound
 
 from shared.agent import Agent, AgentSpec
+from shared.ids import new_id, new_run_id
 from shared.jobs import DEFAULT_AGENT, ClientSeed, ContinueJob, TurnJob, UserTurn
-from shared.messages import Message, new_id
+from shared.messages import Message
 from shared.persistence.store import Store
 from shared.protocols import agui
 from shared.protocols.agui.hydrate import Redact
@@ -20,7 +21,7 @@ from shared.protocols.agui.wire import InterruptJSON, MessageJSON
 from shared.records import RunStatus
 from shared.tools import redactions
 from web.auth import current_user, thread_for
-from web.dispatch import current_run, deliver, json_body, new_run_id, refuse_if_busy, refuse_replay
+from web.dispatch import current_run, deliver, json_body, refuse_if_busy, refuse_replay
 from web.services import services
 
 bp = Blueprint("agui", __name__)

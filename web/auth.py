@@ -5,10 +5,12 @@ from __future__ import annotations
 from flask import request
 from werkzeug.exceptions import NotFound, Unauthorized
 
-from shared.agent.agent import THREAD_ID
-from shared.auth import ANONYMOUS, verify_token
+from shared.auth import verify_token
 from shared.errors import InputTranslationError
+from shared.ids import invalid_thread_id, is_thread_id
+from shared.jobs import ANONYMOUS
 from shared.persistence import ThreadRecord
+from shared.texts import thread_not_found
 from web.services import services
 
 
@@ -25,11 +27,8 @@ def current_user() -> str:
 
 
 def check_thread_id(thread_id: object) -> str:
-    if not isinstance(thread_id, str) or not THREAD_ID.match(thread_id):
-        raise InputTranslationError(
-            f"Invalid thread id {thread_id!r}: use 1-128 letters, digits, '_', '.' or '-', "
-            "starting with a letter or digit."
-        )
+    if not is_thread_id(thread_id):
+        raise InputTranslationError(invalid_thread_id(thread_id))
     return thread_id
 
 
@@ -39,5 +38,5 @@ def thread_for(thread_id: object, user: str, *, must_exist: bool = False) -> Thr
     checked = check_thread_id(thread_id)
     found = services().store.thread(checked)
     if (found is None and must_exist) or (found is not None and found.owner != user):
-        raise NotFound(f"Thread '{checked}' was not found.")
+        raise NotFound(thread_not_found(checked))
     return found

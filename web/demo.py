@@ -4,7 +4,8 @@ The page and its assets live in ``web/static``; this blueprint serves them under
 ``/demo/static/`` so the page does not depend on how the app configures its own
 static folder. Nothing here talks to the agent: the page calls the native endpoints.
 ``GET /demo/config`` tells the page which push deliveries this server offers and how a
-browser reaches them; the page's Content-Security-Policy allows exactly those origins.
+browser reaches them, and the thread id rule (so the page does not restate it); the
+page's Content-Security-Policy allows exactly those origins.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, send_from_directory
 
+from shared.ids import THREAD_ID_PATTERN
 from shared.settings import Settings
 from web.services import services
 
@@ -80,8 +82,10 @@ def page() -> Response:
 
 @bp.get("/demo/config")
 def config() -> Response:
-    """``{"delivery": <the default>, "pusher"?: {...}, "mercure"?: {"hubUrl"}}``."""
+    """``{"delivery": <the default>, "threadIdPattern": <regex source>, "pusher"?: {...},
+    "mercure"?: {"hubUrl"}}``; a thread id matches the whole pattern."""
     settings = services().settings
-    response = jsonify({"delivery": settings.delivery, **push_config(settings)})
+    config = {"delivery": settings.delivery, "threadIdPattern": THREAD_ID_PATTERN}
+    response = jsonify({**config, **push_config(settings)})
     response.headers["Cache-Control"] = "no-cache"
     return response

@@ -6,10 +6,10 @@ from flask import Blueprint, Response, jsonify
 
 from shared.agent import Agent, Continuation
 from shared.errors import InputTranslationError
+from shared.ids import new_id, new_run_id
 from shared.jobs import ContinueJob, TurnJob, UserTurn
-from shared.messages import new_id
 from web.auth import current_user, thread_for
-from web.dispatch import current_run, deliver, json_body, new_run_id, refuse_if_busy
+from web.dispatch import current_run, deliver, json_body, refuse_if_busy
 from web.services import services
 
 bp = Blueprint("native", __name__)

@@ -13,6 +13,7 @@ from werkzeug.exceptions import BadRequest, NotFound
 
 from channels.mercure import subscriber_token, thread_topic
 from channels.pusher import pusher_client
+from shared.texts import delivery_not_configured, thread_not_found
 from web.auth import current_user, thread_for
 from web.services import services
 
@@ -28,7 +29,7 @@ def _claim(thread_id: str) -> str:
     if thread_for(thread_id, user) is None:
         services().store.create_thread(thread_id, user)
     if thread_for(thread_id, user) is None:  # someone else claimed it in between
-        raise NotFound(f"Thread '{thread_id}' was not found.")
+        raise NotFound(thread_not_found(thread_id))
     return thread_id
 
 
@@ -36,7 +37,7 @@ def _claim(thread_id: str) -> str:
 def pusher_auth() -> Response:
     settings = services().settings
     if not (settings.pusher_app_id and settings.pusher_key and settings.pusher_secret):
-        raise NotFound("Pusher delivery is not configured.")
+        raise NotFound(delivery_not_configured("Pusher"))
     socket_id = request.form.get("socket_id", "")
     channel = request.form.get("channel_name", "")
     match = _PUSHER_CHANNEL.match(channel)
@@ -55,7 +56,7 @@ def pusher_auth() -> Response:
 def mercure_token() -> Response:
     settings = services().settings
     if not (settings.mercure_hub_url and settings.mercure_subscriber_jwt_key):
-        raise NotFound("Mercure delivery is not configured.")
+        raise NotFound(delivery_not_configured("Mercure"))
     thread_id = _claim(str(request.args.get("threadId", "")))
     topic = thread_topic(settings.public_url, thread_id)
     token = subscriber_token(settings.mercure_subscriber_jwt_key, topic, TOKEN_TTL)

@@ -6,11 +6,11 @@ from flask import Blueprint, Response, jsonify
 from werkzeug.exceptions import BadRequest
 
 from shared.agent import Agent
+from shared.ids import new_id, new_run_id
 from shared.jobs import ContinueJob, TurnJob, UserTurn
-from shared.messages import new_id
 from shared.protocols.vercel import VercelAIInputTranslator, ui_messages
 from web.auth import current_user, thread_for
-from web.dispatch import current_run, deliver, json_body, new_run_id, refuse_if_busy, refuse_replay
+from web.dispatch import current_run, deliver, json_body, refuse_if_busy, refuse_replay
 from web.services import services
 
 bp = Blueprint("vercel", __name__)

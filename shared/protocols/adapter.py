@@ -20,6 +20,7 @@ from shared.chunks import (
 from shared.errors import StreamAdapterError
 from shared.events import ProtocolEvent, StreamEvent
 from shared.interrupts import InterruptRequest
+from shared.texts import RUN_FAILED
 
 Mapper = Callable[[Any], StreamEvent | None]
 
@@ -30,7 +31,7 @@ class StreamAdapter:
     """Base adapter. Subclasses override the ``on_*`` hooks they emit for."""
 
     #: text put on the wire for any failure; never the exception's own message
-    error_message = "The run failed."
+    error_message = RUN_FAILED
 
     def __init__(self) -> None:
         self._mappers: dict[type, Mapper] = {}

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from shared.errors import ProviderError
+from shared.ids import new_id
 from shared.jsonutil import dumps
-from shared.messages import Message, new_id
+from shared.messages import Message
 from shared.providers.base import (
     ModelDelta,
     ModelRequest,

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import requests
 
+from shared.ids import THREAD_ID_PATTERN
 from shared.persistence import Store
 from tests.support.mercure_hub import MercureHub, mercure_hub
 from tests.support.push_stack import DEMO_PUSH_DB, PushStack, push_stack
@@ -187,6 +188,7 @@ def test_the_page_learns_which_push_deliveries_it_may_use(push_demo_stack: PushS
     )
     assert config.json() == {
         "delivery": "relay",
+        "threadIdPattern": THREAD_ID_PATTERN,  # the page checks a saved thread id by it
         "pusher": {
             "key": soketi.key,
             "wsHost": soketi.host,

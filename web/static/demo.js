@@ -27,7 +27,6 @@ import {
 
 const THREAD_KEY = 'relayline.demo.threadId';
 // The server's rule for thread ids: a stored value that breaks it is not ours.
-const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 // After a reload during a reply, how often and how long to check that it finished.
 const RUN_POLL_MS = 1000;
 const RUN_POLL_LIMIT = 300;
@@ -294,6 +293,7 @@ const DELIVERY_NAMES = { relay: 'Relay (SSE)', pusher: 'Pusher', mercure: 'Mercu
 /**
  * Ask the server which push deliveries it offers (GET /demo/config) and enable those
  * choices. A server without that endpoint, or one that offers nothing, leaves relay.
+ * @returns {Promise<any>} the configuration, or null without one
  */
 async function discoverDeliveries() {
   let offered = null;
@@ -325,6 +325,19 @@ async function discoverDeliveries() {
   $('#delivery-note').textContent = names.length > 1
     ? `This server offers ${names.join(', ')}.`
     : 'This server offers relay delivery only.';
+  return offered;
+}
+
+/**
+ * Whether `saved` is a thread id by the server's rule (`threadIdPattern` of
+ * GET /demo/config, from shared/ids.py). An older server names no rule: the id was
+ * minted by this page, and the server checks it again anyway.
+ * @param {any} config
+ * @param {string} saved
+ */
+function isThreadId(config, saved) {
+  const pattern = config && config.threadIdPattern;
+  return typeof pattern !== 'string' || new RegExp(`^(?:${pattern})$`).test(saved);
 }
 
 /**
@@ -913,10 +926,9 @@ composer.addEventListener('submit', (event) => {
 });
 $('#new-conversation').addEventListener('click', newConversation);
 
-discoverDeliveries();
-
+const config = await discoverDeliveries();
 const saved = localStorage.getItem(THREAD_KEY);
-if (saved && THREAD_ID.test(saved)) {
+if (saved && isThreadId(config, saved)) {
   useThread(saved);
   restore(saved);
 } else {

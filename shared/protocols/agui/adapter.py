@@ -33,9 +33,10 @@ from shared.chunks import (
     ToolResultChunk,
 )
 from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
+from shared.ids import new_id
 from shared.interrupts import InterruptRequest, ToolResultsRequest
 from shared.jsonutil import dumps
-from shared.messages import Message, new_id
+from shared.messages import Message
 from shared.persistence.store import RunRecord
 from shared.protocols.adapter import StreamAdapter
 from shared.protocols.agui.hydrate import hydrate

@@ -1,8 +1,9 @@
 """Validation of client tool catalogs: which JSON schemas a frontend tool may declare.
 
-The subset is the one the reference's tool property types can represent (section
-6.5): objects whose properties recurse, arrays with one ``items`` schema, the scalar
-types with ``enum``, and nullability as ``["<type>", "null"]``. That is what
+The subset is the one the reference's tool property types can represent
+(docs/reference/neuron-streaming-spec.md section 6.5): objects whose properties
+recurse, arrays with one ``items`` schema, the scalar types with ``enum``, and
+nullability as ``["<type>", "null"]``. That is what
 CopilotKit's zod schemas produce for objects, arrays, optional fields (absent from
 ``required``) and nullable scalars. Unions, references and tuples are refused
 rather than guessed at, so a model never sees a schema the backend cannot describe.

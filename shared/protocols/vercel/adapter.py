@@ -22,9 +22,9 @@ from shared.chunks import (
     ToolResultChunk,
 )
 from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
+from shared.ids import new_id
 from shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
 from shared.jsonutil import dumps
-from shared.messages import new_id
 from shared.protocols.adapter import StreamAdapter
 
 HEADERS = {

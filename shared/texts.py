@@ -1,0 +1,24 @@
+"""Texts a user or a client developer reads, each defined once (errors and answers).
+
+Texts that describe an id rule live with the rule, in ``shared.ids``."""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: what any failure shows: never the exception's own message, which may leak internals
+RUN_FAILED: Final = "The run failed."
+#: a continuation whose payload answers nothing the run waits for
+NO_MATCH: Final = "The payload contains no matching continuation input."
+#: a new turn without text
+EMPTY_TURN: Final = "A new turn needs a non-empty user message."
+
+
+def thread_not_found(thread_id: str) -> str:
+    """Also the answer for someone else's thread, which must look the same."""
+    return f"Thread '{thread_id}' was not found."
+
+
+def delivery_not_configured(delivery: str) -> str:
+    """``delivery`` is the name people read: "Pusher" or "Mercure"."""
+    return f"{delivery} delivery is not configured on this server."
