@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import {
   Tab,
   answeredCalls,
+  assertCompleted,
   assertFinished,
   lastAssistantText,
   modelCalls,
@@ -23,8 +24,7 @@ test('J162 approve then execute: dispatch only after approval, the handler runs 
   const threadId = newThreadId(162);
   const tab = new Tab({ threadId, handlers: { browser: ({ page }) => `${page} opened` } });
 
-  const first = await tab.say('Please approve me to open the docs');
-  assertFinished(first);
+  const first = await tab.turn('Please approve me to open the docs');
   assert.deepEqual(first.startedCalls, [], 'no executable call before approval');
   assert.equal(first.outcome, 'interrupt');
   const [interrupt] = first.interrupts;
@@ -57,23 +57,19 @@ test('J162 approve then execute: dispatch only after approval, the handler runs 
   assert.equal(run.interrupt.eventName, 'tool_results');
   assert.equal(modelCalls(threadId).length, 1, 'an approval alone calls no model');
 
-  await tab.answer(approved.pending);
-  const done = await tab.run();
-  assertFinished(done);
+  const done = await tab.runAnswered(approved.pending);
   assert.deepEqual(done.startedCalls, []);
   assert.deepEqual(answeredCalls(tab.messages), ['call_approve']);
   assert.equal(lastAssistantText(tab.messages), 'Opened: docs opened');
   assert.equal(tab.executions('browser').length, 1);
-  assert.equal(modelCalls(threadId).length, 2);
-  assert.equal((await threadRun(threadId)).status, 'completed');
+  await assertCompleted(threadId, 2);
 });
 
 test('J163 reject: the call comes back with its rejection, nothing is pending, inference goes on', async () => {
   const threadId = newThreadId(163);
   const tab = new Tab({ threadId, handlers: { browser: () => 'must not run' } });
 
-  const first = await tab.say('Now reject me please');
-  assertFinished(first);
+  const first = await tab.turn('Now reject me please');
   assert.deepEqual(first.interrupts.map((i) => i.id), ['call_reject']);
 
   const rejected = await tab.run(decide('call_reject', { approved: false, reason: 'Not now' }));
@@ -89,11 +85,9 @@ test('J163 reject: the call comes back with its rejection, nothing is pending, i
   assert.equal(tab.executions().length, 0);
   assert.equal(lastAssistantText(tab.messages), `Understood: ${shown.content}`);
 
-  const calls = modelCalls(threadId);
-  assert.equal(calls.length, 2);
+  const calls = await assertCompleted(threadId, 2);
   assert.equal(calls[1].toolResults[0].isError, false);
   assert.match(calls[1].toolResults[0].content, /Not now/);
-  assert.equal((await threadRun(threadId)).status, 'completed');
   const stored = (await reload(threadId)).messages.find((m) => m.role === 'tool');
   assert.equal(stored.content, shown.content);
   assert.equal('error' in stored, false);
@@ -109,11 +103,9 @@ test('J162 an approval later in a thread keeps one result per earlier call on th
     handlers: { read_title: () => 'Earlier Page', browser: ({ page }) => `${page} opened` },
   });
   const first = await tab.say('Do a round trip for the title');
-  await tab.answer(first.pending);
-  assertFinished(await tab.run());
+  await tab.runAnswered(first.pending);
 
-  const second = await tab.say('Please approve me to open the docs');
-  assertFinished(second);
+  const second = await tab.turn('Please approve me to open the docs');
   assert.equal(second.outcome, 'interrupt');
   // The backend's own history is right: one stored result, the run awaits approval.
   const run = await threadRun(threadId);

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import {
   Tab,
   answeredCalls,
+  assertCompleted,
   assertFinished,
   assertRefused,
   lastAssistantText,
@@ -19,15 +20,12 @@ test('J170-172 partial, out-of-order, repeated and conflicting results on one ba
   const threadId = newThreadId(170);
   const tab = new Tab({ threadId, handlers: { lookup: ({ query }) => `${query} found` } });
 
-  const first = await tab.say('Start a partial batch');
-  assertFinished(first);
+  const first = await tab.turn('Start a partial batch');
   assert.deepEqual(first.pending, ['call_part_1', 'call_part_2', 'call_part_3']);
   const suspended = await threadRun(threadId);
 
   // J170: the page answers the last call first, and only that one.
-  await tab.answer(['call_part_3']);
-  const partial = await tab.run();
-  assertFinished(partial);
+  const partial = await tab.runAnswered(['call_part_3']);
   assert.deepEqual(partial.startedCalls, [], 'held calls are not dispatched again');
   assert.equal(partial.of('TOOL_CALL_RESULT').length, 0, 'the accepted result is not echoed');
   assert.equal(modelCalls(threadId).length, 1, 'no inference before the batch is settled');
@@ -65,9 +63,7 @@ test('J170-172 partial, out-of-order, repeated and conflicting results on one ba
   tab.agent.setMessages([...tab.messages.slice(0, -2), answered]);
   assert.equal((await threadRun(threadId)).attempt, waiting.attempt, 'refusals wrote nothing');
 
-  await tab.answer(['call_part_1', 'call_part_2']);
-  const done = await tab.run();
-  assertFinished(done);
+  const done = await tab.runAnswered(['call_part_1', 'call_part_2']);
   assert.equal(done.of('TOOL_CALL_RESULT').length, 0, 'no result the page sent is echoed');
   assert.deepEqual(answeredCalls(tab.messages), ['call_part_3', 'call_part_1', 'call_part_2']);
   assert.equal(
@@ -79,8 +75,7 @@ test('J170-172 partial, out-of-order, repeated and conflicting results on one ba
     ['call_part_3', 'call_part_1', 'call_part_2'],
     'each handler ran once',
   );
-  const calls = modelCalls(threadId);
-  assert.equal(calls.length, 2);
+  const calls = await assertCompleted(threadId, 2);
   assert.deepEqual(
     calls[1].toolResults.map((r) => [r.callId, r.content]),
     [
@@ -89,7 +84,6 @@ test('J170-172 partial, out-of-order, repeated and conflicting results on one ba
       ['call_part_3', 'three found'],
     ],
   );
-  assert.equal((await threadRun(threadId)).status, 'completed');
 });
 
 test('J173 stale requests: no persisted run after completion, no matching input from an earlier turn', async () => {
@@ -110,8 +104,7 @@ test('J173 stale requests: no persisted run after completion, no matching input 
   assert.equal(modelCalls(threadId).length, 2);
 
   tab.agent.setMessages(completed);
-  const second = await tab.say('And the stale two');
-  assertFinished(second);
+  const second = await tab.turn('And the stale two');
   assert.deepEqual(second.pending, ['call_stale_2']);
   const current = structuredClone(tab.messages);
 
@@ -124,8 +117,7 @@ test('J173 stale requests: no persisted run after completion, no matching input 
   assert.deepEqual(run.interrupt.toolCalls.map((c) => c.callId), ['call_stale_2']);
 
   tab.agent.setMessages(current);
-  await tab.answer(['call_stale_2']);
-  assertFinished(await tab.run());
+  await tab.runAnswered(['call_stale_2']);
   assert.equal(lastAssistantText(tab.messages), 'New: new result');
   assert.equal(modelCalls(threadId).length, 4, 'the stale requests ran nothing');
   assert.equal(tab.executions().length, 2);

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   Tab,
-  assertFinished,
   assertRefused,
+  assertSecondCallSaw,
   backendRuns,
   lastAssistantText,
   modelCalls,
@@ -24,8 +24,7 @@ test('J168 a backend tool error: the frame has content and error, the page keeps
   const before = explosions();
   const tab = new Tab({ threadId });
 
-  const run = await tab.say('Trigger a backend failure');
-  assertFinished(run);
+  const run = await tab.turn('Trigger a backend failure');
   const text = 'RuntimeError: disk on fire';
   const [raw] = run.framesOf('TOOL_CALL_RESULT');
   assert.equal(raw.toolCallId, 'call_boom');
@@ -46,12 +45,9 @@ test('J168 a backend tool error: the frame has content and error, the page keeps
   assert.equal(lastAssistantText(tab.messages), `Backend said: ${text}`);
 
   assert.equal(explosions() - before, 1);
-  const calls = modelCalls(threadId);
-  assert.equal(calls.length, 2);
-  assert.deepEqual(calls[1].toolResults, [
+  await assertSecondCallSaw(threadId, [
     { callId: 'call_boom', name: 'explode', content: text, isError: true },
   ]);
-  assert.equal((await threadRun(threadId)).status, 'completed');
   const stored = (await reload(threadId)).messages.find((m) => m.role === 'tool');
   assert.equal(stored.error, text, 'a reload keeps the error marker');
 });
@@ -74,8 +70,7 @@ test('J176 an error before streaming rejects the run with the HTTP error and rec
   assert.equal(modelCalls(threadId).length, 0);
   // The same thread id still works with a real agent.
   const tab = new Tab({ threadId });
-  const run = await tab.say('hello there');
-  assertFinished(run);
+  const run = await tab.turn('hello there');
   assert.equal(run.text, 'Hello! hello there');
   assert.deepEqual((await reload(threadId)).messages, tab.messages, 'reasoning ids included');
 });
@@ -111,8 +106,7 @@ test('J177 an error after streaming: RUN_ERROR "The run failed.", the run failed
   );
   assert.equal(modelCalls(threadId).length, 1);
 
-  const next = await tab.say('hello again');
-  assertFinished(next);
+  const next = await tab.turn('hello again');
   assert.equal(next.text, 'Hello! hello again');
   assert.equal((await threadRun(threadId)).status, 'completed');
 });
@@ -147,7 +141,6 @@ test('J179 a client that aborts mid-stream stops only its relay: the run complet
   assert.equal(page.messages.at(-1).content, full, 'the whole answer reached history');
   assert.equal(modelCalls(threadId).length, 1);
 
-  const next = await tab.say('hello after the abort');
-  assertFinished(next);
+  const next = await tab.turn('hello after the abort');
   assert.equal(next.text, 'Hello! hello after the abort');
 });

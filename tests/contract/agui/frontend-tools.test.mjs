@@ -7,7 +7,10 @@ import { test } from 'node:test';
 import {
   Tab,
   answeredCalls,
+  assertCleared,
+  assertCompleted,
   assertFinished,
+  assertSecondCallSaw,
   backendRuns,
   lastAssistantText,
   modelCalls,
@@ -22,8 +25,7 @@ test('J161 one frontend round trip: the handler runs once, the model sees its re
   const threadId = newThreadId(161);
   const tab = new Tab({ threadId, handlers: { read_title: () => 'Contract Page' } });
 
-  const first = await tab.say('Do a round trip for the title');
-  assertFinished(first);
+  const first = await tab.turn('Do a round trip for the title');
   assert.deepEqual(first.startedCalls, ['call_rt_title']);
   assert.equal(first.of('RUN_FINISHED')[0].outcome, undefined, 'a handoff is not an interrupt');
   assert.deepEqual(first.pending, ['call_rt_title']);
@@ -33,9 +35,7 @@ test('J161 one frontend round trip: the handler runs once, the model sees its re
   assert.equal(waiting.interrupt.eventName, 'tool_results');
   assert.deepEqual(waiting.interrupt.toolCalls.map((call) => call.callId), ['call_rt_title']);
 
-  await tab.answer(first.pending);
-  const second = await tab.run();
-  assertFinished(second);
+  const second = await tab.runAnswered(first.pending);
   assert.equal(tab.requests.at(-1).body.messages.at(-1).role, 'tool');
   assert.deepEqual(second.startedCalls, [], 'the answered call is not dispatched again');
   assert.equal(second.of('TOOL_CALL_RESULT').length, 0, "the page's own result is not echoed");
@@ -47,12 +47,7 @@ test('J161 one frontend round trip: the handler runs once, the model sees its re
   const calls = modelCalls(threadId);
   assert.equal(calls.length, 2);
   assert.deepEqual(calls[1].toolResults, [result('call_rt_title', 'read_title', 'Contract Page')]);
-  const run = await threadRun(threadId);
-  assert.equal(run.status, 'completed');
-  assert.equal(run.interrupt, null);
-  const page = await reload(threadId);
-  assert.equal(page.status, null);
-  assert.deepEqual(page.interrupts, []);
+  const page = await assertCleared(threadId);
   assert.deepEqual(
     page.messages.map((m) => [m.role, m.toolCallId ?? m.content]),
     [
@@ -71,8 +66,7 @@ test('J164 mixed batch: the backend tool runs once, only the frontend call reach
   const weatherRuns = () => backendRuns('weather', { city: 'Mixville' }).length;
   const before = weatherRuns();
 
-  const first = await tab.say('Run a mixed batch');
-  assertFinished(first);
+  const first = await tab.turn('Run a mixed batch');
   // Both calls are on the wire; the backend one already carries its result.
   assert.deepEqual(first.startedCalls, ['call_mix_weather', 'call_mix_title']);
   assert.deepEqual(
@@ -82,9 +76,7 @@ test('J164 mixed batch: the backend tool runs once, only the frontend call reach
   assert.deepEqual(first.pending, ['call_mix_title'], 'only the frontend call awaits the page');
   assert.equal(weatherRuns() - before, 1);
 
-  await tab.answer(first.pending);
-  const second = await tab.run();
-  assertFinished(second);
+  const second = await tab.runAnswered(first.pending);
   assert.equal(second.of('TOOL_CALL_RESULT').length, 0, 'no result is echoed back');
   assert.equal(
     lastAssistantText(tab.messages),
@@ -92,21 +84,17 @@ test('J164 mixed batch: the backend tool runs once, only the frontend call reach
   );
   assert.deepEqual(tab.executions().map((c) => c.callId), ['call_mix_title']);
   assert.equal(weatherRuns() - before, 1, 'the backend tool ran once');
-  const calls = modelCalls(threadId);
-  assert.equal(calls.length, 2);
-  assert.deepEqual(calls[1].toolResults, [
+  await assertSecondCallSaw(threadId, [
     result('call_mix_weather', 'weather', 'sunny in Mixville'),
     result('call_mix_title', 'read_title', 'Mixed Page'),
   ]);
-  assert.equal((await threadRun(threadId)).status, 'completed');
 });
 
 test('J165 two calls of the same tool stay distinct by call id', async () => {
   const threadId = newThreadId(165);
   const tab = new Tab({ threadId, handlers: { lookup: ({ query }) => `found ${query}` } });
 
-  const first = await tab.say('Two twin lookups please');
-  assertFinished(first);
+  const first = await tab.turn('Two twin lookups please');
   assert.deepEqual(first.pending, ['call_twin_a', 'call_twin_b']);
   await tab.answer(first.pending);
   assert.deepEqual(
@@ -123,13 +111,10 @@ test('J165 two calls of the same tool stay distinct by call id', async () => {
     lastAssistantText(tab.messages),
     'Twins: {"call_twin_a":"found alpha","call_twin_b":"found beta"}',
   );
-  const calls = modelCalls(threadId);
-  assert.equal(calls.length, 2);
-  assert.deepEqual(calls[1].toolResults, [
+  await assertSecondCallSaw(threadId, [
     result('call_twin_a', 'lookup', 'found alpha'),
     result('call_twin_b', 'lookup', 'found beta'),
   ]);
-  assert.equal((await threadRun(threadId)).status, 'completed');
 });
 
 test('J166 structured handler results reach the model as JSON text', async () => {
@@ -137,8 +122,7 @@ test('J166 structured handler results reach the model as JSON text', async () =>
   const values = { object: { a: 1 }, array: [1, 2], false: false, zero: 0, null: null };
   const tab = new Tab({ threadId, handlers: { lookup: ({ query }) => values[query] } });
 
-  const first = await tab.say('Return structured values');
-  assertFinished(first);
+  const first = await tab.turn('Return structured values');
   assert.equal(first.pending.length, 5);
   await tab.answer(first.pending);
   const sent = tab.messages.filter((m) => m.role === 'tool').map((m) => m.content);
@@ -146,11 +130,9 @@ test('J166 structured handler results reach the model as JSON text', async () =>
   const second = await tab.run();
   assertFinished(second);
 
-  const calls = modelCalls(threadId);
-  assert.equal(calls.length, 2);
+  const calls = await assertCompleted(threadId, 2);
   const seen = calls[1].toolResults.map((r) => r.content);
   assert.deepEqual(seen, ['{"a":1}', '[1,2]', 'false', '0', 'null'], 'text stays text');
-  assert.equal((await threadRun(threadId)).status, 'completed');
   const page = await reload(threadId);
   const stored = page.messages.filter((m) => m.role === 'tool').map((m) => m.content);
   assert.deepEqual(stored, ['{"a":1}', '[1,2]', 'false', '0', 'null']);
@@ -167,8 +149,7 @@ test('J167 a throwing handler reaches the model as an error result', async () =>
     },
   });
 
-  const first = await tab.say('Use the throwing handler');
-  assertFinished(first);
+  const first = await tab.turn('Use the throwing handler');
   await tab.answer(first.pending);
   const sent = tab.messages.at(-1);
   assert.equal(sent.error, 'page not reachable');
@@ -188,28 +169,21 @@ test('J169 a second inference step dispatches only its new call', async () => {
   const threadId = newThreadId(169);
   const tab = new Tab({ threadId, handlers: { lookup: ({ query }) => `${query} done` } });
 
-  const first = await tab.say('Take two steps');
-  assertFinished(first);
+  const first = await tab.turn('Take two steps');
   assert.deepEqual(first.startedCalls, ['call_step_1']);
-  await tab.answer(first.pending);
 
-  const second = await tab.run();
-  assertFinished(second);
+  const second = await tab.runAnswered(first.pending);
   assert.deepEqual(second.startedCalls, ['call_step_2'], 'the first call is not dispatched again');
   assert.deepEqual(second.pending, ['call_step_2']);
-  await tab.answer(second.pending);
 
-  const third = await tab.run();
-  assertFinished(third);
+  const third = await tab.runAnswered(second.pending);
   assert.deepEqual(third.startedCalls, []);
   assert.deepEqual(answeredCalls(tab.messages), ['call_step_1', 'call_step_2']);
   assert.equal(lastAssistantText(tab.messages), 'Second: second done');
   assert.deepEqual(tab.executions().map((c) => c.callId), ['call_step_1', 'call_step_2']);
-  const calls = modelCalls(threadId);
-  assert.equal(calls.length, 3);
+  const calls = await assertCompleted(threadId, 3);
   assert.deepEqual(calls[1].toolResults.map((r) => r.callId), ['call_step_1']);
   assert.deepEqual(calls[2].toolResults.map((r) => r.callId), ['call_step_1', 'call_step_2']);
-  assert.equal((await threadRun(threadId)).status, 'completed');
 });
 
 test('J175 a long multibyte result survives the request, the SSE relay and storage', async () => {
@@ -218,11 +192,8 @@ test('J175 a long multibyte result survives the request, the SSE relay and stora
   const long = 'Grüße, 世界! 🌍🚀 ÅÄÖ ✓ '.repeat(1200);
   const tab = new Tab({ threadId, handlers: { lookup: () => long } });
 
-  const first = await tab.say('Echo a multibyte text');
-  assertFinished(first);
-  await tab.answer(first.pending);
-  const second = await tab.run();
-  assertFinished(second);
+  const first = await tab.turn('Echo a multibyte text');
+  const second = await tab.runAnswered(first.pending);
 
   assert.ok(second.of('TEXT_MESSAGE_CONTENT').length > 100, 'the echo is streamed in many deltas');
   assert.equal(second.text, `Echo: ${long}`);

@@ -9,30 +9,19 @@
 //   RELAYLINE_CONTROL_URL  a local endpoint that restarts the Celery worker
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
 import { HttpAgent } from '@ag-ui/client';
+import { Backend, firstMessageId, requireEnv, threadIds } from '../shared/stack.mjs';
 
-function requireEnv(name) {
-  const value = process.env[name];
-  if (!value) {
-    throw new Error(`${name} is not set: run this suite through tests/contract/test_agui_client.py`);
-  }
-  return value;
-}
+export { lastAssistantText, waitFor } from '../shared/stack.mjs';
 
-export const BASE_URL = requireEnv('RELAYLINE_BASE_URL');
-export const COUNTS_DIR = requireEnv('RELAYLINE_TEST_COUNTS');
-export const CONTROL_URL = requireEnv('RELAYLINE_CONTROL_URL');
+const DRIVER = 'test_agui_client.py';
+export const BASE_URL = requireEnv('RELAYLINE_BASE_URL', DRIVER);
+export const COUNTS_DIR = requireEnv('RELAYLINE_TEST_COUNTS', DRIVER);
+export const CONTROL_URL = requireEnv('RELAYLINE_CONTROL_URL', DRIVER);
+const backend = new Backend({ baseUrl: BASE_URL, countsDir: COUNTS_DIR });
 
 /** A thread id unique to this run of the suite (the database outlives a single test). */
-export function newThreadId(scenario) {
-  return `c${scenario}-${randomUUID().slice(0, 8)}`;
-}
-
-/** The id of the first user message of a thread: the test agent logs model calls by it. */
-export const firstMessageId = (threadId) => `${threadId}-u1`;
+export const newThreadId = threadIds('c');
 
 // ---------------------------------------------------------------------------------
 // The client harness
@@ -160,6 +149,13 @@ export class Tab {
     return this.run(params, subscriber);
   }
 
+  /** A user turn: `say(content, params)`, checked to be a complete run (assertFinished). */
+  async turn(content, params = {}) {
+    const run = await this.say(content, params);
+    assertFinished(run);
+    return run;
+  }
+
   /** One runAgent call. Never throws: a rejection is kept in `record.error`. */
   async run(params = {}, extraSubscriber = {}) {
     const record = new RunRecord();
@@ -231,6 +227,14 @@ export class Tab {
     }
   }
 
+  /** Answer `callIds` with the page's handlers, run again, and check that run finished. */
+  async runAnswered(callIds) {
+    await this.answer(callIds);
+    const run = await this.run();
+    assertFinished(run);
+    return run;
+  }
+
   /** Handler executions so far, optionally for one tool name. */
   executions(name) {
     return this.handlerCalls.filter((call) => name === undefined || call.name === name);
@@ -271,71 +275,32 @@ export function answeredCalls(messages) {
   return messages.filter((m) => m.role === 'tool').map((m) => m.toolCallId);
 }
 
-/** The last assistant message with text, as the user reads it. */
-export function lastAssistantText(messages) {
-  const found = messages.filter((m) => m.role === 'assistant' && m.content).at(-1);
-  return found?.content ?? null;
-}
-
 // ---------------------------------------------------------------------------------
 // What the backend recorded
 
-async function getJson(path) {
-  const response = await fetch(`${BASE_URL}${path}`);
-  const body = await response.json();
-  return { status: response.status, body };
-}
-
-/** GET /api/threads/<id>: `{threadId, run}` (run: runId, status, attempt, interrupt). */
-export async function threadRun(threadId) {
-  const { status, body } = await getJson(`/api/threads/${threadId}`);
-  assert.equal(status, 200, JSON.stringify(body));
-  return body.run;
-}
+/** GET /api/threads/<id>: the run (runId, status, attempt, interrupt) or null. */
+export const threadRun = (threadId) => backend.threadRun(threadId);
 
 /** GET /agui/threads/<id>: `{messages, interrupts, status, before}` for a reload. */
-export async function reload(threadId) {
-  const { status, body } = await getJson(`/agui/threads/${threadId}`);
-  assert.equal(status, 200, JSON.stringify(body));
-  return body;
-}
+export const reload = (threadId) => backend.aguiThread(threadId);
 
-export async function threadStatus(threadId) {
-  return getJson(`/api/threads/${threadId}`);
-}
-
-function readLog(name) {
-  try {
-    return readFileSync(join(COUNTS_DIR, name), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line));
-  } catch (error) {
-    if (error.code === 'ENOENT') return [];
-    throw error;
-  }
-}
+/** GET /api/threads/<id> as it answers: `{status, body}`. */
+export const threadStatus = (threadId) => backend.get(`/api/threads/${threadId}`);
 
 /** The model calls made for this thread, each with the tool results the model saw. */
-export function modelCalls(threadId) {
-  return readLog('model.jsonl').filter((call) => call.first === firstMessageId(threadId));
-}
+export const modelCalls = (threadId) => backend.modelCalls(firstMessageId(threadId));
 
 /** Backend executions of a tool whose arguments match `args` (scenarios use distinct ones). */
-export function backendRuns(tool, args) {
-  return readLog(`tool.${tool}.jsonl`).filter((entry) => isDeepStrictEqual(entry, args));
-}
+export const backendRuns = (tool, args) => backend.toolRuns(tool, args);
 
-/** Poll `probe` until it returns a truthy value, bounded by `timeoutMs`. */
-export async function waitFor(probe, { timeoutMs = 30_000, intervalMs = 50, what = 'condition' } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
+/** The thread's run completed after `count` model calls: those calls, in order. */
+export const assertCompleted = (threadId, count) => backend.assertCompleted(threadId, count);
+
+/** The run completed after two model calls, the second given exactly `toolResults`. */
+export const assertSecondCallSaw = (threadId, toolResults) => backend.assertSecondCallSaw(threadId, toolResults);
+
+/** The run completed with no interrupt and a reload shows nothing open: the reload. */
+export const assertCleared = (threadId) => backend.assertCleared(threadId);
 
 /** Ask the pytest process to stop the Celery worker and start a fresh one. */
 export async function restartWorker() {

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { buildResumeArray } from '@ag-ui/client';
 import {
   Tab,
+  assertCompleted,
   assertFinished,
   lastAssistantText,
   modelCalls,
@@ -31,8 +32,7 @@ function reloadedTab(threadId, page, handlers) {
 test('J180 reload during an approval: hydrated messages and interrupts equal the live ones, resume works', async () => {
   const threadId = newThreadId(180);
   const live = new Tab({ threadId, handlers: { browser: () => 'never run in this tab' } });
-  const first = await live.say('Reload approval: open the settings');
-  assertFinished(first);
+  const first = await live.turn('Reload approval: open the settings');
   assert.equal(first.outcome, 'interrupt');
 
   const page = await reload(threadId);
@@ -53,21 +53,17 @@ test('J180 reload during an approval: hydrated messages and interrupts equal the
   assert.deepEqual(approved.startedCalls, ['call_rl_approve']);
   assert.deepEqual(approved.pending, ['call_rl_approve']);
 
-  await tab.answer(approved.pending);
-  const done = await tab.run();
-  assertFinished(done);
+  await tab.runAnswered(approved.pending);
   assert.equal(lastAssistantText(tab.messages), 'Opened after reload: settings opened');
   assert.equal(live.executions().length, 0);
   assert.equal(tab.executions('browser').length, 1);
-  assert.equal(modelCalls(threadId).length, 2);
-  assert.equal((await threadRun(threadId)).status, 'completed');
+  await assertCompleted(threadId, 2);
 });
 
 test('J181 reload while a frontend call awaits: stable ids, a generic wait interrupt, resolve completes', async () => {
   const threadId = newThreadId(181);
   const live = new Tab({ threadId, handlers: { read_title: () => 'never run in this tab' } });
-  const first = await live.say('Reload wait: read the title');
-  assertFinished(first);
+  const first = await live.turn('Reload wait: read the title');
   assert.deepEqual(first.pending, ['call_rl_wait']);
   assert.deepEqual(live.agent.pendingInterrupts, [], 'live, a handoff has no interrupt');
 
@@ -119,8 +115,7 @@ test('J181 reload while a frontend call awaits: stable ids, a generic wait inter
 test('J182 reload then cancel settles the call as "Frontend tool execution cancelled."', async () => {
   const threadId = newThreadId(182);
   const live = new Tab({ threadId, handlers: { read_title: () => 'never run' } });
-  const first = await live.say('Reload cancel: read the title');
-  assertFinished(first);
+  const first = await live.turn('Reload cancel: read the title');
 
   const page = await reload(threadId);
   const [wait] = page.interrupts;

@@ -7,7 +7,6 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import {
   Tab,
-  assertFinished,
   backendRuns,
   lastAssistantText,
   modelCalls,
@@ -22,8 +21,7 @@ test('J174 a fresh worker process continues the wait and does not rerun the back
   const before = weatherRuns();
   const tab = new Tab({ threadId, handlers: { read_title: () => 'Restart Page' } });
 
-  const first = await tab.say('Wait across a restart');
-  assertFinished(first);
+  const first = await tab.turn('Wait across a restart');
   assert.deepEqual(first.pending, ['call_rs_title']);
   assert.equal(weatherRuns() - before, 1);
   const suspended = await threadRun(threadId);
@@ -32,9 +30,7 @@ test('J174 a fresh worker process continues the wait and does not rerun the back
   const restarted = await restartWorker();
   assert.notEqual(restarted.after, restarted.before, 'a new worker process');
 
-  await tab.answer(first.pending);
-  const second = await tab.run();
-  assertFinished(second);
+  const second = await tab.runAnswered(first.pending);
   assert.deepEqual(second.startedCalls, []);
   assert.equal(
     lastAssistantText(tab.messages),

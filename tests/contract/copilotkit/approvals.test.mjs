@@ -3,26 +3,24 @@
 // "confirmation" interrupt per call); the page handles it as `useInterrupt` does and
 // resolves it, which sends a `resume` array through the runtime to POST /agui.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { z } from 'zod';
 import {
   Page,
+  assertCompleted,
+  assertSecondCallSaw,
   assertSettled,
   backendRuns,
   lastAssistantText,
   modelCalls,
   newThreadId,
-  startBridge,
   threadRun,
   toolResults,
   transcript,
+  useBridge,
 } from './helpers.mjs';
 
-let bridge;
-before(async () => {
-  bridge = await startBridge();
-});
-after(() => bridge?.stop());
+const bridge = useBridge();
 
 /** The page's handler for the backend's approval-gated frontend tool `open_page`. */
 const openPage = {
@@ -109,12 +107,10 @@ test('J187 rejection through the interrupt: the tool never runs and the model re
   assert.match(lastAssistantText(page.messages), /^Understood: .*Not now/s);
 
   assert.equal(backendRuns('delete_file', args).length, 0);
-  const calls = modelCalls(threadId);
-  assert.equal(calls.length, 2);
+  const calls = await assertCompleted(threadId, 2);
   assert.equal(calls[1].toolResults.length, 1);
   assert.equal(calls[1].toolResults[0].isError, false);
   assert.match(calls[1].toolResults[0].content, /Not now/);
-  assert.equal((await threadRun(threadId)).status, 'completed');
 });
 
 test('J187 an approval-gated frontend tool: the gate holds although the page declares the tool, then the handler runs once', async () => {
@@ -153,12 +149,9 @@ test('J187 an approval-gated frontend tool: the gate holds although the page dec
   ]);
   assert.deepEqual(toolResults(page.messages), [['ck_open', 'docs opened']]);
   assert.equal(lastAssistantText(page.messages), 'Opened: docs opened');
-  const calls = modelCalls(threadId);
-  assert.equal(calls.length, 2);
-  assert.deepEqual(calls[1].toolResults, [
+  await assertSecondCallSaw(threadId, [
     { callId: 'ck_open', name: 'open_page', content: 'docs opened', isError: false },
   ]);
-  assert.equal((await threadRun(threadId)).status, 'completed');
 
   // Opening the thread again replays it from the bridge: the handler does not run again.
   const again = new Page({ bridge, threadId, tools: [openPage] });

@@ -5,27 +5,23 @@
 // (RUN_FINISHED without an outcome); CopilotKit runs the handler and starts a
 // follow-up run carrying the role "tool" message.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { z } from 'zod';
 import {
   Page,
+  assertCleared,
   assertSettled,
   heldCalls,
   lastAssistantText,
   modelCalls,
   newThreadId,
-  reload,
-  startBridge,
   threadRun,
   toolResults,
   transcript,
+  useBridge,
 } from './helpers.mjs';
 
-let bridge;
-before(async () => {
-  bridge = await startBridge();
-});
-after(() => bridge?.stop());
+const bridge = useBridge();
 
 const pickColor = (handler) => ({
   name: 'pick_color',
@@ -90,12 +86,7 @@ test('J187 a tool of the page catalog reaches POST /agui, comes back to the page
   assert.deepEqual(calls[1].toolResults, [
     { callId: 'ck_pick', name: 'pick_color', content: answer, isError: false },
   ]);
-  const run = await threadRun(threadId);
-  assert.equal(run.status, 'completed');
-  assert.equal(run.interrupt, null);
-  const stored = await reload(threadId);
-  assert.equal(stored.status, null);
-  assert.deepEqual(stored.interrupts, []);
+  const stored = await assertCleared(threadId);
   assert.deepEqual(transcript(stored.messages), [
     ['user', 'Please pick a color'],
     ['assistant', 'Let me ask the page.'],

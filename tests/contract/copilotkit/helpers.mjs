@@ -12,23 +12,19 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { isDeepStrictEqual } from 'node:util';
 import { CopilotKitCore, ɵInterruptState } from '@copilotkit/core';
+import { Backend, firstMessageId, readJsonLines, requireEnv, threadIds } from '../shared/stack.mjs';
 
-function requireEnv(name) {
-  const value = process.env[name];
-  if (!value) {
-    throw new Error(`${name} is not set: run this suite through tests/contract/test_copilotkit.py`);
-  }
-  return value;
-}
+export { lastAssistantText } from '../shared/stack.mjs';
 
-export const BASE_URL = requireEnv('RELAYLINE_BASE_URL');
-export const COUNTS_DIR = requireEnv('RELAYLINE_TEST_COUNTS');
+const DRIVER = 'test_copilotkit.py';
+export const BASE_URL = requireEnv('RELAYLINE_BASE_URL', DRIVER);
+export const COUNTS_DIR = requireEnv('RELAYLINE_TEST_COUNTS', DRIVER);
+const backend = new Backend({ baseUrl: BASE_URL, countsDir: COUNTS_DIR });
 const BRIDGE = join(dirname(fileURLToPath(import.meta.url)), 'bridge.mjs');
 /** The runtime's name for relayline's agent (AGENT_ID in bridge.mjs). */
 const RUNTIME_AGENT_ID = 'default';
@@ -36,24 +32,7 @@ const RUNTIME_AGENT_ID = 'default';
 const BRIDGE_START_TIMEOUT_MS = 60_000;
 
 /** A thread id unique to this run of the suite (the database outlives a single test). */
-export function newThreadId(scenario) {
-  return `ck-${scenario}-${randomUUID().slice(0, 8)}`;
-}
-
-/** The id of a thread's first user message: the test agent logs model calls by it. */
-export const firstMessageId = (threadId) => `${threadId}-u1`;
-
-function readJsonLines(path) {
-  try {
-    return readFileSync(path, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line));
-  } catch (error) {
-    if (error.code === 'ENOENT') return [];
-    throw error;
-  }
-}
+export const newThreadId = threadIds('ck-');
 
 // ---------------------------------------------------------------------------------
 // The runtime bridge, one process per test file (its memory is per process)
@@ -104,6 +83,24 @@ export async function startBridge() {
       process.kill(announced.pid, 'SIGTERM');
       await gone;
     },
+  };
+}
+
+/**
+ * One bridge for the calling test file: started before its first test, stopped after
+ * its last. The handle stands for it in `new Page({bridge})` and `bridge.forwarded()`.
+ */
+export function useBridge() {
+  let bridge;
+  before(async () => {
+    bridge = await startBridge();
+  });
+  after(() => bridge?.stop());
+  return {
+    get url() {
+      return bridge.url;
+    },
+    forwarded: (threadId) => bridge.forwarded(threadId),
   };
 }
 
@@ -318,12 +315,6 @@ export function assertSettled(turn) {
   assert.equal(turn.of('RUN_ERROR').length, 0, 'unexpected RUN_ERROR');
 }
 
-/** The last assistant message with text, as the user reads it. */
-export function lastAssistantText(messages) {
-  const found = messages.filter((m) => m.role === 'assistant' && m.content).at(-1);
-  return found?.content ?? null;
-}
-
 /** [role, text or toolCallId] of the messages a user reads (activities are chips). */
 export function transcript(messages) {
   return messages
@@ -351,33 +342,23 @@ export function toolResults(messages) {
 // ---------------------------------------------------------------------------------
 // What the backend recorded
 
-async function getJson(path) {
-  const response = await fetch(`${BASE_URL}${path}`);
-  const body = await response.json();
-  assert.equal(response.status, 200, `${path}: ${JSON.stringify(body)}`);
-  return body;
-}
-
 /** GET /api/threads/<id>: the durable run (runId, status, attempt, interrupt) or null. */
-export async function threadRun(threadId) {
-  return (await getJson(`/api/threads/${threadId}`)).run;
-}
+export const threadRun = (threadId) => backend.threadRun(threadId);
 
 /** GET /agui/threads/<id>: `{messages, interrupts, status, before}` for a reload. */
-export async function reload(threadId) {
-  return getJson(`/agui/threads/${threadId}`);
-}
+export const reload = (threadId) => backend.aguiThread(threadId);
 
 /** The model calls made for this thread, each with the tools offered and the results seen. */
-export function modelCalls(threadId) {
-  return readJsonLines(join(COUNTS_DIR, 'model.jsonl')).filter(
-    (call) => call.first === firstMessageId(threadId),
-  );
-}
+export const modelCalls = (threadId) => backend.modelCalls(firstMessageId(threadId));
 
 /** Backend executions of a tool with exactly these arguments (scenarios use distinct ones). */
-export function backendRuns(tool, args) {
-  return readJsonLines(join(COUNTS_DIR, `tool.${tool}.jsonl`)).filter((entry) =>
-    isDeepStrictEqual(entry, args),
-  );
-}
+export const backendRuns = (tool, args) => backend.toolRuns(tool, args);
+
+/** The thread's run completed after `count` model calls: those calls, in order. */
+export const assertCompleted = (threadId, count) => backend.assertCompleted(threadId, count);
+
+/** The run completed after two model calls, the second given exactly `toolResults`. */
+export const assertSecondCallSaw = (threadId, toolResults) => backend.assertSecondCallSaw(threadId, toolResults);
+
+/** The run completed with no interrupt and a reload shows nothing open: the reload. */
+export const assertCleared = (threadId) => backend.assertCleared(threadId);

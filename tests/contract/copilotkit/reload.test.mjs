@@ -4,25 +4,22 @@
 // the open interrupt included. That memory lives only as long as the bridge process:
 // after a bridge restart relayline's GET /agui/threads/<id> is what still knows.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import {
   Page,
+  assertCompleted,
   assertSettled,
   backendRuns,
   lastAssistantText,
-  modelCalls,
   newThreadId,
   reload,
   startBridge,
   threadRun,
   transcript,
+  useBridge,
 } from './helpers.mjs';
 
-let bridge;
-before(async () => {
-  bridge = await startBridge();
-});
-after(() => bridge?.stop());
+const bridge = useBridge();
 
 /** [id, role, content] of the messages a user reads, to compare ids across reloads. */
 const identities = (messages) =>
@@ -75,8 +72,7 @@ test('J187 reload while the bridge lives: the reopened page gets the open interr
     'Deleted after reload: deleted reports/ck-reload.log',
   );
   assert.equal(backendRuns('delete_file', args).length, 1);
-  assert.equal(modelCalls(threadId).length, 2);
-  assert.equal((await threadRun(threadId)).status, 'completed');
+  await assertCompleted(threadId, 2);
 
   // A second reload shows the finished conversation and nothing left to approve.
   const later = new Page({ bridge, threadId });
@@ -129,8 +125,7 @@ test('J187 after a bridge restart the runtime replays nothing; GET /agui/threads
       'Deleted after restart: deleted reports/ck-restart.tmp',
     );
     assert.equal(backendRuns('delete_file', args).length, 1);
-    assert.equal(modelCalls(threadId).length, 2);
-    assert.equal((await threadRun(threadId)).status, 'completed');
+    await assertCompleted(threadId, 2);
   } finally {
     await oldBridge.stop();
     await newBridge?.stop();

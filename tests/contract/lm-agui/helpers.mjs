@@ -7,25 +7,22 @@
 //   RELAYLINE_TEST_COUNTS  where that agent (tests/contract/lm_agui_agent.py) logs model
 //                          calls and backend tool executions, as JSON lines
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { format, isDeepStrictEqual } from 'node:util';
+import { format } from 'node:util';
 import { AgentClient, getAllToolDefinitions, getFrontendToolDefinitions } from '@cyronius/lm-ag-ui';
+import { Backend, firstMessageId, lastAssistantText, requireEnv, threadIds } from '../shared/stack.mjs';
 
-function requireEnv(name) {
-  const value = process.env[name];
-  if (!value) {
-    throw new Error(
-      `${name} is not set: run this suite through tests/contract/test_lm_agui_client.py`,
-    );
-  }
-  return value;
-}
+export { lastAssistantText };
 
-export const BASE_URL = requireEnv('RELAYLINE_BASE_URL');
-export const AGENT_ID = requireEnv('RELAYLINE_AGENT_ID');
-export const COUNTS_DIR = requireEnv('RELAYLINE_TEST_COUNTS');
+const DRIVER = 'test_lm_agui_client.py';
+export const BASE_URL = requireEnv('RELAYLINE_BASE_URL', DRIVER);
+export const AGENT_ID = requireEnv('RELAYLINE_AGENT_ID', DRIVER);
+export const COUNTS_DIR = requireEnv('RELAYLINE_TEST_COUNTS', DRIVER);
+const backend = new Backend({
+  baseUrl: BASE_URL,
+  countsDir: COUNTS_DIR,
+  modelLog: 'lm-model.jsonl',
+  toolPrefix: 'lm-tool',
+});
 
 /**
  * The library narrates every request and event on the console. Keep that narration
@@ -37,9 +34,7 @@ for (const level of ['debug', 'info', 'warn', 'error']) {
 }
 
 /** A thread id unique to this run of the suite (the database outlives a single test). */
-export function newThreadId(scenario) {
-  return `lm-${scenario}-${randomUUID().slice(0, 8)}`;
-}
+export const newThreadId = threadIds('lm-');
 
 /** A frontend ToolDefinition as an lm-ag-ui page declares it. */
 export function frontendTool(name, description, handler, parameters = {}) {
@@ -331,16 +326,6 @@ export class Chat {
 // ---------------------------------------------------------------------------------
 // Comparing conversations
 
-/** The last assistant text, as the user reads it (optionally not before the last user message). */
-export function lastAssistantText(messages, { sinceUser = false } = {}) {
-  for (let index = messages.length - 1; index >= 0; index -= 1) {
-    const message = messages[index];
-    if (message.role === 'assistant' && message.content) return message.content;
-    if (sinceUser && message.role === 'user') return null;
-  }
-  return null;
-}
-
 /** Assistant texts in order, as the user reads them. */
 export function assistantTexts(messages) {
   return messages.filter((m) => m.role === 'assistant' && m.content).map((m) => m.content);
@@ -384,47 +369,21 @@ export function modelView(historyMessages) {
 // ---------------------------------------------------------------------------------
 // What the backend recorded
 
-async function getJson(path) {
-  const response = await fetch(`${BASE_URL}${path}`);
-  return { status: response.status, body: await response.json() };
-}
-
 /** GET /agui/threads/<id>: `{messages, interrupts, status, before}`. */
 export async function storedHistory(threadId) {
-  const { status, body } = await getJson(`/agui/threads/${threadId}`);
-  assert.equal(status, 200, JSON.stringify(body));
+  const body = await backend.aguiThread(threadId);
   assert.equal(body.before, null, 'the whole thread fits one page');
   return body;
 }
 
 /** GET /api/threads/<id>: the thread's run (runId, status, attempt, interrupt). */
-export async function storedRun(threadId) {
-  const { status, body } = await getJson(`/api/threads/${threadId}`);
-  assert.equal(status, 200, JSON.stringify(body));
-  return body.run;
-}
-
-function readLog(name) {
-  try {
-    return readFileSync(join(COUNTS_DIR, name), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line));
-  } catch (error) {
-    if (error.code === 'ENOENT') return [];
-    throw error;
-  }
-}
+export const storedRun = (threadId) => backend.threadRun(threadId);
 
 /** The model calls the agent made for this thread: {first, lastUser, tools, seen}. */
-export function modelCalls(threadId) {
-  return readLog('lm-model.jsonl').filter((call) => call.first === `${threadId}-u1`);
-}
+export const modelCalls = (threadId) => backend.modelCalls(firstMessageId(threadId));
 
 /** Backend executions of the weather tool for `city` (each scenario asks another city). */
-export function weatherRuns(city) {
-  return readLog('lm-tool.weather.jsonl').filter((entry) => isDeepStrictEqual(entry, { city }));
-}
+export const weatherRuns = (city) => backend.toolRuns('weather', { city });
 
 /**
  * The backend view of a settled thread, checked against the page: the run completed,

@@ -9,7 +9,6 @@ import {
   Chat,
   assertBackendAgrees,
   assistantTexts,
-  conversation,
   frontendTool,
   modelCalls,
   newThreadId,
@@ -59,6 +58,11 @@ function titleTools() {
   };
 }
 
+/** A page on a new thread with the title tool, in one `sendFullHistory` mode. */
+function titleChat(scenario, sendFullHistory) {
+  return new Chat({ threadId: newThreadId(scenario), sendFullHistory, tools: titleTools() });
+}
+
 /** What the backend must have done for the five turns, whatever the mode. */
 function assertBackendWork(chat, city, weatherBefore) {
   assert.deepEqual(
@@ -83,8 +87,7 @@ function assertBackendWork(chat, city, weatherBefore) {
 }
 
 test('sendFullHistory false sends only the newest turn and nothing is duplicated', async () => {
-  const threadId = newThreadId('stateful');
-  const chat = new Chat({ threadId, sendFullHistory: false, tools: titleTools() });
+  const chat = titleChat('stateful', false);
 
   const weatherBefore = weatherRuns('Bergen').length;
 
@@ -104,8 +107,7 @@ test('sendFullHistory false sends only the newest turn and nothing is duplicated
 });
 
 test('sendFullHistory true sends the whole transcript and nothing is duplicated', async () => {
-  const threadId = newThreadId('stateless');
-  const chat = new Chat({ threadId, sendFullHistory: true, tools: titleTools() });
+  const chat = titleChat('stateless', true);
 
   const weatherBefore = weatherRuns('Tromso').length;
 

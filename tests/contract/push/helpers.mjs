@@ -19,7 +19,9 @@ import {
   subscribeToMercure,
   subscribeToPusher,
 } from '../../../web/static/relayline-consumer.js';
+import { Backend, requireEnv } from '../shared/stack.mjs';
 
+const requiredEnv = (name) => requireEnv(name, 'test_push_clients.py');
 export const BASE_URL = requiredEnv('RELAYLINE_BASE_URL');
 export const DELIVERIES = requiredEnv('RELAYLINE_PUSH_DELIVERIES').split(',');
 export const ANSWER = readFileSync(requiredEnv('RELAYLINE_PUSH_ANSWER_FILE'), 'utf8');
@@ -29,12 +31,6 @@ const TIMEOUT_MS = 60_000;
 const PROBE_ROUND_TRIP_MS = 200;
 const PROBE_EVENT = 'relayline-probe';
 
-function requiredEnv(name) {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run this suite through tests/contract/test_push_clients.py`);
-  return value;
-}
-
 export function newThreadId(prefix) {
   return `${prefix}-${randomUUID().replaceAll('-', '').slice(0, 12)}`;
 }
@@ -43,12 +39,10 @@ export function newThreadId(prefix) {
 // HTTP
 // ---------------------------------------------------------------------------------------
 
-export async function getJson(path) {
-  const response = await fetch(new URL(path, BASE_URL), { signal: AbortSignal.timeout(TIMEOUT_MS) });
-  const body = await response.json();
-  assert.equal(response.status, 200, `GET ${path}: ${JSON.stringify(body)}`);
-  return body;
-}
+const backend = new Backend({ baseUrl: BASE_URL });
+
+/** GET `path` of the web app, which must answer 200: its JSON body. */
+export const getJson = (path) => backend.getOk(path);
 
 /** POST a turn with `?delivery=<pusher|mercure>`: the 202 body says where it is pushed. */
 export async function postPushed(path, delivery, body) {

@@ -3,35 +3,21 @@
 // the backend continues the same UI message: a backend tool runs on the server, a
 // frontend tool is dispatched to the page only now, a rejection ends as `output-denied`.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import {
-  ChatTab,
+  assertCompleted,
+  assertSecondCallSaw,
+  assertStoredAsShown,
   autoSends,
   backendRuns,
-  launchBrowser,
   modelCalls,
-  newThreadId,
   sentPart,
-  storedMessages,
-  summarize,
   threadRun,
+  useBrowser,
 } from './helpers.mjs';
 
-let browser;
-before(async () => {
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-});
+const { openTab } = useBrowser();
 
-/** A fresh browser context (its own sessionStorage) with the page on a new thread. */
-async function openTab(t, scenario) {
-  const context = await browser.newContext();
-  t.after(() => context.close());
-  const threadId = newThreadId(scenario);
-  return { threadId, tab: await ChatTab.open(context, { thread: threadId }) };
-}
 
 test('J183 approve a backend tool: one decision sent, the tool runs once, the answer continues the message', async (t) => {
   const { threadId, tab } = await openTab(t, 'approve-backend');
@@ -67,15 +53,12 @@ test('J183 approve a backend tool: one decision sent, the tool runs once, the an
   const roles = probe.state.messages.map((m) => m.role);
   assert.deepEqual(roles, ['user', 'assistant'], 'one UI message per turn');
 
-  assert.equal((await threadRun(threadId)).status, 'completed');
+  const calls = await assertCompleted(threadId, first, 2);
   assert.equal(deletions(), 1);
-  const calls = modelCalls(first);
-  assert.equal(calls.length, 2);
   assert.deepEqual(calls[1].toolResults, [
     { callId: 'call_v_delete', name: 'delete_file', content: 'report.pdf deleted', isError: false },
   ]);
-  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(probe.state.messages));
-  assert.deepEqual(tab.problems, []);
+  await assertStoredAsShown(tab, threadId, probe);
 });
 
 test('J183 approve a frontend tool: dispatched only once approved, while the run waits; its handler runs once', async (t) => {
@@ -112,14 +95,10 @@ test('J183 approve a frontend tool: dispatched only once approved, while the run
   assert.equal(result.output, 'docs opened');
   assert.deepEqual(autoSends(probe), [['call_v_docs:approval:true'], ['call_v_docs:output-available']]);
 
-  assert.equal((await threadRun(threadId)).status, 'completed');
-  const calls = modelCalls(first);
-  assert.equal(calls.length, 2);
-  assert.deepEqual(calls[1].toolResults, [
+  await assertSecondCallSaw(threadId, first, [
     { callId: 'call_v_docs', name: 'browser', content: 'docs opened', isError: false },
   ]);
-  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(probe.state.messages));
-  assert.deepEqual(tab.problems, []);
+  await assertStoredAsShown(tab, threadId, probe);
 });
 
 test('J183 reject with a reason: the part ends output-denied, nothing runs, inference continues', async (t) => {
@@ -147,12 +126,9 @@ test('J183 reject with a reason: the part ends output-denied, nothing runs, infe
   assert.deepEqual(autoSends(probe), [['call_v_admin:approval:false']]);
 
   const first = await tab.firstMessageId();
-  assert.equal((await threadRun(threadId)).status, 'completed');
-  const calls = modelCalls(first);
-  assert.equal(calls.length, 2);
+  const calls = await assertCompleted(threadId, first, 2);
   assert.equal(calls[1].toolResults.length, 1);
   assert.equal(calls[1].toolResults[0].callId, 'call_v_admin');
   assert.ok(calls[1].toolResults[0].content.includes('Not now'));
-  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(probe.state.messages));
-  assert.deepEqual(tab.problems, []);
+  await assertStoredAsShown(tab, threadId, probe);
 });

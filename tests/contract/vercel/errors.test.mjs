@@ -4,32 +4,18 @@
 // `error` part with neutral text: the chat's status is `error` too, the partial answer
 // stays on screen, and the run is recorded as failed. Neither locks the thread.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import {
-  ChatTab,
+  assertStoredAsShown,
   backendRuns,
-  launchBrowser,
   modelCalls,
-  newThreadId,
   storedMessages,
-  summarize,
   threadRun,
+  useBrowser,
 } from './helpers.mjs';
 
-let browser;
-before(async () => {
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-});
+const { openTab } = useBrowser();
 
-async function openTab(t, scenario) {
-  const context = await browser.newContext();
-  t.after(() => context.close());
-  const threadId = newThreadId(scenario);
-  return { threadId, tab: await ChatTab.open(context, { thread: threadId }) };
-}
 
 test('J186 an error before headers (409) is a chat error; the pending approval is unharmed', async (t) => {
   const { threadId, tab } = await openTab(t, 'refused');
@@ -75,8 +61,7 @@ test('J186 an error before headers (409) is a chat error; the pending approval i
   assert.equal((await threadRun(threadId)).status, 'completed');
   assert.equal(backendRuns('delete_file', { path: 'draft.txt' }).length, 1);
   assert.equal(modelCalls(first).length, 2);
-  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(done.state.messages));
-  assert.deepEqual(tab.problems, []);
+  await assertStoredAsShown(tab, threadId, done);
 });
 
 test('J186 an error after headers: the error part sets status error with neutral text; the next message works', async (t) => {

@@ -5,34 +5,23 @@
 // predicate sends results one by one and never twice; long multibyte text survives
 // both directions.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import {
-  ChatTab,
+  assertCompleted,
+  assertSecondCallSaw,
+  assertStoredAsShown,
   autoSends,
-  launchBrowser,
   modelCalls,
-  newThreadId,
   sentPart,
   storedMessages,
   summarize,
   threadRun,
+  useBrowser,
 } from './helpers.mjs';
 import { LONG_TEXT } from './src/tools.js';
 
-let browser;
-before(async () => {
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-});
+const { openTab } = useBrowser();
 
-async function openTab(t, scenario, options = {}) {
-  const context = await browser.newContext();
-  t.after(() => context.close());
-  const threadId = newThreadId(scenario);
-  return { threadId, tab: await ChatTab.open(context, { thread: threadId, ...options }) };
-}
 
 test('J183 a frontend handler runs once; its result continues the run; a reload runs nothing again', async (t) => {
   const { threadId, tab } = await openTab(t, 'handler-once');
@@ -57,10 +46,7 @@ test('J183 a frontend handler runs once; its result continues the run; a reload 
   );
 
   const first = await tab.firstMessageId();
-  assert.equal((await threadRun(threadId)).status, 'completed');
-  const calls = modelCalls(first);
-  assert.equal(calls.length, 2);
-  assert.deepEqual(calls[1].toolResults, [
+  await assertSecondCallSaw(threadId, first, [
     { callId: 'call_v_title', name: 'read_title', content: 'Quarterly report', isError: false },
   ]);
 
@@ -129,15 +115,12 @@ test('J183 partial eager submission: results go out as they come, each once, and
   const answer = await tab.lastAnswer();
   assert.deepEqual(JSON.parse(answer.slice('Partial: '.length)), expected);
 
-  assert.equal((await threadRun(threadId)).status, 'completed');
-  const calls = modelCalls(first);
-  assert.equal(calls.length, 2);
+  const calls = await assertCompleted(threadId, first, 2);
   assert.deepEqual(
     Object.fromEntries(calls[1].toolResults.map((r) => [r.callId, r.content])),
     expected,
   );
-  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(done.state.messages));
-  assert.deepEqual(tab.problems, []);
+  await assertStoredAsShown(tab, threadId, done);
 });
 
 test('J185 a long multibyte result reaches the backend intact and streams back intact', async (t) => {
@@ -150,9 +133,7 @@ test('J185 a long multibyte result reaches the backend intact and streams back i
   assert.equal(await tab.tool('call_v_long').locator('.output').textContent(), LONG_TEXT);
 
   const first = await tab.firstMessageId();
-  assert.equal((await threadRun(threadId)).status, 'completed');
-  const calls = modelCalls(first);
-  assert.equal(calls.length, 2);
+  const calls = await assertCompleted(threadId, first, 2);
   assert.equal(calls[1].toolResults[0].content, LONG_TEXT, 'the model saw the exact text');
   const stored = await storedMessages(threadId);
   const text = stored.at(-1).parts.filter((p) => p.type === 'text').map((p) => p.text).join('');

@@ -12,24 +12,16 @@
 // Every wait is bounded: Playwright's own auto-waiting (locators, waitForFunction) or
 // `waitFor` polling the backend. None is a sleep.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
+import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
+import { Backend, requireEnv, threadIds, waitFor as poll } from '../shared/stack.mjs';
 
-function requireEnv(name) {
-  const value = process.env[name];
-  if (!value) {
-    throw new Error(`${name} is not set: run this suite through tests/contract/test_vercel_client.py`);
-  }
-  return value;
-}
-
-export const BASE_URL = requireEnv('RELAYLINE_BASE_URL');
-export const PAGE_URL = requireEnv('RELAYLINE_PAGE_URL');
-export const COUNTS_DIR = requireEnv('RELAYLINE_TEST_COUNTS');
-const CHROMIUM = requireEnv('RELAYLINE_CHROMIUM');
+const DRIVER = 'test_vercel_client.py';
+export const BASE_URL = requireEnv('RELAYLINE_BASE_URL', DRIVER);
+export const PAGE_URL = requireEnv('RELAYLINE_PAGE_URL', DRIVER);
+export const COUNTS_DIR = requireEnv('RELAYLINE_TEST_COUNTS', DRIVER);
+const CHROMIUM = requireEnv('RELAYLINE_CHROMIUM', DRIVER);
+const backend = new Backend({ baseUrl: BASE_URL, countsDir: COUNTS_DIR });
 
 /** How long any one wait may take (generous: the machine is sometimes loaded). */
 export const TIMEOUT_MS = 30_000;
@@ -53,8 +45,33 @@ export function launchBrowser() {
 }
 
 /** A thread id unique to this run of the suite (the database outlives a single test). */
-export function newThreadId(scenario) {
-  return `v${scenario}-${randomUUID().slice(0, 8)}`;
+export const newThreadId = threadIds('v');
+
+/**
+ * One Chromium for the calling test file: launched before its first test, closed after
+ * its last. Returns what a test opens in it, each closed when that test `t` ends.
+ */
+export function useBrowser() {
+  let browser;
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+  /** A fresh browser context: its own sessionStorage, as a new browser window. */
+  async function newContext(t) {
+    const context = await browser.newContext();
+    t.after(() => context.close());
+    return context;
+  }
+  /** A fresh context with the page on a new thread (`options` as for ChatTab.open). */
+  async function openTab(t, scenario, options = {}) {
+    const context = await newContext(t);
+    const threadId = newThreadId(scenario);
+    return { threadId, tab: await ChatTab.open(context, { thread: threadId, ...options }) };
+  }
+  return { newContext, openTab };
 }
 
 // ---------------------------------------------------------------------------------
@@ -248,54 +265,36 @@ export function summarize(messages) {
 // ---------------------------------------------------------------------------------
 // What the backend recorded
 
-async function getJson(path) {
-  const response = await fetch(`${BASE_URL}${path}`);
-  return { status: response.status, body: await response.json() };
-}
-
 /** GET /api/threads/<id>: the run (runId, status, attempt, interrupt) or null. */
-export async function threadRun(threadId) {
-  const { status, body } = await getJson(`/api/threads/${threadId}`);
-  assert.equal(status, 200, JSON.stringify(body));
-  return body.run;
-}
+export const threadRun = (threadId) => backend.threadRun(threadId);
 
 /** GET /api/chat/<id>: the thread as `UIMessage[]`. */
 export async function storedMessages(threadId) {
-  const { status, body } = await getJson(`/api/chat/${threadId}`);
-  assert.equal(status, 200, JSON.stringify(body));
-  return body.messages;
-}
-
-function readLog(name) {
-  try {
-    return readFileSync(join(COUNTS_DIR, name), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line));
-  } catch (error) {
-    if (error.code === 'ENOENT') return [];
-    throw error;
-  }
+  return (await backend.getOk(`/api/chat/${threadId}`)).messages;
 }
 
 /** The model calls of the thread whose first message is `firstMessageId`. */
-export function modelCalls(firstMessageId) {
-  return readLog('model.jsonl').filter((call) => call.first === firstMessageId);
-}
+export const modelCalls = (firstMessageId) => backend.modelCalls(firstMessageId);
 
 /** Backend executions of a tool with exactly these arguments (scenarios use distinct ones). */
-export function backendRuns(tool, args) {
-  return readLog(`tool.${tool}.jsonl`).filter((entry) => isDeepStrictEqual(entry, args));
-}
+export const backendRuns = (tool, args) => backend.toolRuns(tool, args);
 
 /** Poll `probe` until it returns a truthy value, bounded by `timeoutMs`. */
-export async function waitFor(probe, { timeoutMs = TIMEOUT_MS, intervalMs = 50, what = 'condition' } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
+export const waitFor = (probe, { timeoutMs = TIMEOUT_MS, ...options } = {}) => poll(probe, { timeoutMs, ...options });
+
+/**
+ * The thread's run completed after `count` model calls (of the thread whose first
+ * message is `firstMessageId`): those calls, in order.
+ */
+export const assertCompleted = (threadId, firstMessageId, count) =>
+  backend.assertCompleted(threadId, count, firstMessageId);
+
+/** The run completed after two model calls, the second given exactly `toolResults`. */
+export const assertSecondCallSaw = (threadId, firstMessageId, toolResults) =>
+  backend.assertSecondCallSaw(threadId, toolResults, firstMessageId);
+
+/** The stored thread reads as `probe` (what the page held) shows it; the page raised no error. */
+export async function assertStoredAsShown(tab, threadId, probe) {
+  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(probe.state.messages));
+  assert.deepEqual(tab.problems, []);
 }

@@ -4,36 +4,26 @@
 // continues the run; a tab closed mid-answer loses only its stream (the worker owns
 // the run) and the thread takes the next message.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import {
   ChatTab,
+  assertSecondCallSaw,
+  assertStoredAsShown,
   autoSends,
-  launchBrowser,
   modelCalls,
   newThreadId,
   sentPart,
-  storedMessages,
   summarize,
   threadRun,
+  useBrowser,
   waitFor,
 } from './helpers.mjs';
 
 /** The whole answer of the slow scenario (tests/contract/vercel_agent.py, SLOW_TEXT). */
 const SLOW_TEXT = 'A slow answer. '.repeat(60);
 
-let browser;
-before(async () => {
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-});
+const { newContext } = useBrowser();
 
-async function newContext(t) {
-  const context = await browser.newContext();
-  t.after(() => context.close());
-  return context;
-}
 
 test('J183 a reload from session storage restores approval-requested, and approving continues the run', async (t) => {
   const context = await newContext(t);
@@ -70,14 +60,10 @@ test('J183 a reload from session storage restores approval-requested, and approv
   ]);
   assert.equal(done.state.messages.filter((m) => m.role === 'assistant').length, 1);
 
-  assert.equal((await threadRun(threadId)).status, 'completed');
-  const calls = modelCalls(first);
-  assert.equal(calls.length, 2);
-  assert.deepEqual(calls[1].toolResults, [
+  await assertSecondCallSaw(threadId, first, [
     { callId: 'call_v_settings', name: 'browser', content: 'settings opened', isError: false },
   ]);
-  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(done.state.messages));
-  assert.deepEqual(tab.problems, []);
+  await assertStoredAsShown(tab, threadId, done);
 });
 
 test('J184 a tab closed mid-stream does not lock the thread: the run completes and the next message works', async (t) => {
@@ -117,6 +103,5 @@ test('J184 a tab closed mid-stream does not lock the thread: the run completes a
   );
   assert.equal((await threadRun(threadId)).status, 'completed');
   assert.equal(modelCalls(first).length, 2);
-  assert.deepEqual(summarize(await storedMessages(threadId)), summarize(probe.state.messages));
-  assert.deepEqual(tab.problems, []);
+  await assertStoredAsShown(tab, threadId, probe);
 });
