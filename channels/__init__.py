@@ -1,5 +1,7 @@
 """Push delivery of a segment's protocol events: the shared envelope and fragment codec,
-AbstractChannel and its transports, the Redis relay reader, and a Python consumer.
+AbstractChannel and its transports, NullChannel, the Redis relay reader, a Python
+consumer, and test channels (MemoryChannel, FakeChannel). The contract every channel
+keeps is documented in ``shared.delivery``.
 
 Imports only ``shared``'s small wire types (never Flask, Celery or SQLAlchemy).
 """
@@ -27,9 +29,10 @@ from channels.errors import (
 )
 from channels.fragments import Fragment
 from channels.mercure import MercureChannel, subscriber_token, thread_topic
+from channels.null import NullChannel
 from channels.pusher import PusherChannel, pusher_client, thread_channel
 from channels.redis import HEARTBEAT, Heartbeat, RedisChannel, RedisChannelReader
-from channels.testing import FakeChannel
+from channels.testing import FakeChannel, MemoryChannel
 
 __all__ = [
     "COMPLETED",
@@ -52,7 +55,9 @@ __all__ = [
     "Fragment",
     "GapError",
     "Heartbeat",
+    "MemoryChannel",
     "MercureChannel",
+    "NullChannel",
     "PublishError",
     "PusherChannel",
     "RedisChannel",

@@ -43,7 +43,8 @@ from shared.events import ProtocolEvent
 
 
 class SegmentState(Protocol):
-    """What a channel reads from the agent's ``RunState``: only the thread id."""
+    """The agent's ``RunState`` as a channel sees it. No channel here reads it (the
+    workflow id comes as its own argument); applications' channels may."""
 
     @property
     def thread_id(self) -> str: ...
@@ -140,8 +141,8 @@ class AbstractChannel(ABC):
     def completed(self, state: SegmentState, workflow_id: str) -> None:
         self._terminal(COMPLETED, workflow_id)
 
-    def interrupted(self, state: SegmentState) -> None:
-        self._terminal(INTERRUPTED, state.thread_id)
+    def interrupted(self, state: SegmentState, workflow_id: str) -> None:
+        self._terminal(INTERRUPTED, workflow_id)
 
     def failed(self, error: BaseException, workflow_id: str) -> None:
         self._terminal(FAILED, workflow_id)

@@ -1,7 +1,18 @@
 """Test helpers shipped for applications' own tests (like httpx ``MockTransport``).
 
-``FakeChannel`` stands in for any channel: it records what the agent pushes, with no
-envelope, sequencing or transport, and offers assertion helpers::
+``MemoryChannel`` is a real channel that publishes into memory: events are enveloped,
+sequenced, fragmented and batched exactly as by a transport, and a test reads what it
+would have published, in order, terminal included::
+
+    memory = MemoryChannel()
+    agent.set_channel(lambda: memory)
+    agent.run("Hello")
+    assert memory.terminal is not None and memory.terminal.type == "stream.completed"
+    [event.type for event in memory.events()]  # logical events, fragments reassembled
+
+``FakeChannel`` stands in for any channel one level up: it records the calls the agent
+makes (``ProtocolEvent``s and terminals, no envelope or sequence) and offers assertion
+helpers::
 
     fake = FakeChannel()
     agent.set_channel(lambda: fake)
@@ -13,14 +24,26 @@ envelope, sequencing or transport, and offers assertion helpers::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
-from channels.base import SegmentState
+from channels.base import AbstractChannel, SegmentState
+from channels.consumer import Consumer
+from channels.envelope import Envelope, is_terminal, utf8_len
+from channels.errors import PublishError
+from channels.fragments import Fragment, join_parts
 from shared.events import ProtocolEvent
 
 
 @dataclasses.dataclass(frozen=True)
 class Completion:
+    state: SegmentState
+    workflow_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Interruption:
     state: SegmentState
     workflow_id: str
 
@@ -37,7 +60,7 @@ class FakeChannel:
 
     def __init__(self) -> None:
         self.sent: list[ProtocolEvent] = []
-        self.interruptions: list[SegmentState] = []
+        self.interruptions: list[Interruption] = []
         self.completions: list[Completion] = []
         self.failures: list[Failure] = []
         #: "completed", "interrupted" or "failed" per terminal call, in order
@@ -60,8 +83,8 @@ class FakeChannel:
         self.completions.append(Completion(state, workflow_id))
         self.lifecycle.append("completed")
 
-    def interrupted(self, state: SegmentState) -> None:
-        self.interruptions.append(state)
+    def interrupted(self, state: SegmentState, workflow_id: str) -> None:
+        self.interruptions.append(Interruption(state, workflow_id))
         self.lifecycle.append("interrupted")
 
     def failed(self, error: BaseException, workflow_id: str) -> None:
@@ -103,13 +126,13 @@ class FakeChannel:
             raise AssertionError(f"Completed {done.workflow_id!r}, expected {workflow_id!r}.")
         return done
 
-    def assert_interrupted(self, workflow_id: str | None = None) -> SegmentState:
+    def assert_interrupted(self, workflow_id: str | None = None) -> Interruption:
         """Assert the last terminal was an interruption (of ``workflow_id`` when given)."""
         self._assert_last("interrupted")
-        state = self.interruptions[-1]
-        if workflow_id is not None and state.thread_id != workflow_id:
-            raise AssertionError(f"Interrupted {state.thread_id!r}, expected {workflow_id!r}.")
-        return state
+        pause = self.interruptions[-1]
+        if workflow_id is not None and pause.workflow_id != workflow_id:
+            raise AssertionError(f"Interrupted {pause.workflow_id!r}, expected {workflow_id!r}.")
+        return pause
 
     def assert_failed(
         self, error_type: type[BaseException] | None = None, workflow_id: str | None = None
@@ -129,3 +152,85 @@ class FakeChannel:
         if not self.lifecycle or self.lifecycle[-1] != kind:
             last = self.lifecycle[-1] if self.lifecycle else "none"
             raise AssertionError(f"Expected the last terminal to be {kind!r}, got {last!r}.")
+
+
+class MemoryChannel(AbstractChannel):
+    """An ``AbstractChannel`` whose transport is a list: each delivery is kept as the
+    text it would publish, a JSON array of envelopes (as ``CallbackChannel`` hands on).
+
+    Limits work as on any transport (``budget`` fragments big events, ``batch_size``
+    groups them). ``fail_on`` lists 1-based delivery attempts that raise PublishError,
+    to test how an application lives with a transport failure; the channel's own
+    failure policy then applies (data stops, the terminal is still attempted). One
+    instance serves one segment, like every channel.
+    """
+
+    def __init__(
+        self,
+        *,
+        budget: int | None = None,
+        event_budget: int | None = None,
+        batch_size: int = 1,
+        fail_on: Collection[int] = (),
+    ) -> None:
+        super().__init__(budget=budget, event_budget=event_budget, batch_size=batch_size)
+        self.fail_on = frozenset(fail_on)
+        #: delivery attempts so far, the failed ones included
+        self.attempts = 0
+        #: every successful delivery, in order, as published
+        self.deliveries: list[str] = []
+
+    def deliver(self, batch: str) -> None:
+        self.attempts += 1
+        if self.attempts in self.fail_on:
+            raise PublishError(f"MemoryChannel delivery {self.attempts} failed (fail_on).")
+        self.deliveries.append(batch)
+
+    def batch(self, items: Sequence[str]) -> str:
+        return "[" + ",".join(items) + "]"
+
+    def batch_bytes(self, items: Sequence[str]) -> int:
+        return utf8_len(",".join(items)) + 2
+
+    # reading -----------------------------------------------------------------------
+
+    def frames(self) -> list[dict[str, Any]]:
+        """Every envelope published, decoded, in publish order (fragments included):
+        what a subscriber of a real transport receives."""
+        return [frame for delivery in self.deliveries for frame in json.loads(delivery)]
+
+    def events(self) -> list[Envelope]:
+        """The logical events, fragments reassembled, terminal last once sent.
+        Raises GapError when one went missing (a failed delivery)."""
+        delivered: list[Envelope] = []
+        now = 0.0
+        consumer = Consumer(delivered.append, stream_id=self.stream_id, clock=lambda: now)
+        for frame in self.frames():
+            consumer.feed(frame)
+        now += consumer.gap_timeout  # whatever is still missing will never come
+        consumer.poll()
+        return delivered
+
+    @property
+    def terminal(self) -> Envelope | None:
+        """The published terminal (reassembled if fragmented), or None: not sent yet, or
+        its delivery failed. Readable even after a gap, unlike ``events()``."""
+        envelopes = [Envelope.parse(frame) for frame in self.frames()]
+        if not envelopes:
+            return None
+        last = envelopes[-1]  # a segment's terminal is its last event
+        if last.is_terminal:
+            return last
+        if not last.is_fragment:
+            return None
+        fragment = Fragment.parse(last.data)
+        if not is_terminal(fragment.event):
+            return None
+        parts = {
+            part.index: part.part
+            for part in (Fragment.parse(e.data) for e in envelopes if e.sequence == last.sequence)
+        }
+        if len(parts) != fragment.total:
+            return None
+        data = join_parts([parts[index] for index in range(fragment.total)])
+        return Envelope(last.stream_id, last.sequence, fragment.event, data)

@@ -1,12 +1,11 @@
-"""Where a task delivers its segment: the relay channel of one request, or the thread's
-push channel (Pusher or Mercure)."""
+"""Where a task delivers its segment: the relay channel of one request, the thread's
+push channel (Pusher or Mercure), or nowhere (NullChannel)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from channels import MercureChannel, PusherChannel, RedisChannel
+from channels import MercureChannel, NullChannel, PusherChannel, RedisChannel
 from shared.delivery import Channel
 from shared.jobs import Target
 from shared.settings import Settings
@@ -27,7 +26,7 @@ def channel_factory(target: Target, thread_id: str, res: Resources) -> Callable[
     if kind == "mercure":
         return lambda: MercureChannel.from_settings(res.settings, thread_id)
     if kind == "none":
-        return lambda: DiscardChannel()
+        return NullChannel
     raise ValueError(f"Unknown delivery target {target!r}.")
 
 
@@ -43,19 +42,3 @@ def push_target(settings: Settings) -> Target:
     if settings.mercure_hub_url and settings.mercure_publisher_jwt_key:
         return Target("mercure")
     return Target("none")
-
-
-class DiscardChannel:
-    """No listener to deliver to (a timer settled the run): the result lands in history."""
-
-    def send(self, event: Any) -> None:
-        pass
-
-    def completed(self, state: Any, workflow_id: str) -> None:
-        pass
-
-    def interrupted(self, state: Any) -> None:
-        pass
-
-    def failed(self, error: BaseException, workflow_id: str) -> None:
-        pass

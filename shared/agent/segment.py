@@ -101,7 +101,7 @@ def run_segment(
         else:
             yield InterruptEvent(state.interrupt)
         if channel is not None:
-            channel.interrupted(state)
+            channel.interrupted(state, thread_id)
     _report(channel, on_channel_error)
     return state
 

@@ -45,8 +45,9 @@ class Recorder:
     def completed(self, state: RunState, workflow_id: str) -> None:
         self.lifecycle.append(f"completed:{workflow_id}")
 
-    def interrupted(self, state: RunState) -> None:
-        self.lifecycle.append(f"interrupted:{state.interrupt.kind if state.interrupt else None}")
+    def interrupted(self, state: RunState, workflow_id: str) -> None:
+        kind = state.interrupt.kind if state.interrupt else None
+        self.lifecycle.append(f"interrupted:{workflow_id}:{kind}")
 
     def failed(self, error: BaseException, workflow_id: str) -> None:
         self.lifecycle.append(f"failed:{workflow_id}")
@@ -291,7 +292,7 @@ def test_channel_gets_events_and_lifecycle_and_its_errors_never_fail_the_run(
     pulled = list(agent.stream("What is the title?"))
     assert recorder.events == pulled
     assert pulled[-1].type == "interrupt"
-    assert recorder.lifecycle == ["interrupted:tool_results"]
+    assert recorder.lifecycle == ["interrupted:chan:tool_results"]
     resumed = list(agent.submit_tool_results({"call_t": {"result": "T"}}).events())
     assert recorder.lifecycle[-1] == "completed:chan"
     # Only post-resume output on the second segment: no repeat of the first tool call.
@@ -317,7 +318,7 @@ def test_without_adapter_pull_gets_chunks_and_interrupt_event(
     assert isinstance(items[-1], InterruptEvent)
     assert any(isinstance(i, ToolCallChunk) for i in items)
     assert recorder.events == []  # no adapter: the channel gets only the lifecycle
-    assert recorder.lifecycle == ["interrupted:tool_results"]
+    assert recorder.lifecycle == ["interrupted:pull:tool_results"]
 
 
 def test_bad_input_is_refused(sqlite_store: Store, tmp_path: Path) -> None:

@@ -142,7 +142,7 @@ def test_terminal_first_then_reversed_duplicated_fragments_gives_the_exact_event
             channel.send(event)
         {
             "stream.completed": lambda: channel.completed(DONE, "thread-42"),
-            "stream.interrupted": lambda: channel.interrupted(DONE),
+            "stream.interrupted": lambda: channel.interrupted(DONE, "thread-42"),
             "stream.failed": lambda: channel.failed(RuntimeError("boom"), "thread-42"),
         }[terminal]()
         frames = reader.receive(10)

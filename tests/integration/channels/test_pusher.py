@@ -189,7 +189,7 @@ def publish_segment(channel: PusherChannel, terminal: str) -> list[tuple[str, An
         channel.send(event)
     {
         "stream.completed": lambda: channel.completed(DONE, "thread-42"),
-        "stream.interrupted": lambda: channel.interrupted(DONE),
+        "stream.interrupted": lambda: channel.interrupted(DONE, "thread-42"),
         "stream.failed": lambda: channel.failed(RuntimeError("boom"), "thread-42"),
     }[terminal]()
     return [(e.type, e.data) for e in events] + [(terminal, {"workflowId": "thread-42"})]

@@ -128,7 +128,7 @@ def test_empty_maps_stay_objects_through_the_relay(
         channel.send(event)
     {
         "completed": lambda: channel.completed(DONE, "thread-42"),
-        "interrupted": lambda: channel.interrupted(DONE),
+        "interrupted": lambda: channel.interrupted(DONE, "thread-42"),
         "failed": lambda: channel.failed(RuntimeError("x"), "thread-42"),
     }[terminal]()
     frames, end = relay(reader)

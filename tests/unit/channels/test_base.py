@@ -50,11 +50,15 @@ def test_each_channel_instance_draws_its_own_stream_id() -> None:
     assert first.stream_id == first.stream_id
 
 
+# The state names another thread: the workflow id must come from the argument alone.
+ELSEWHERE = State("another-thread")
+
+
 @pytest.mark.parametrize(
     ("terminal", "kind"),
     [
-        (lambda c: c.completed(DONE, "thread-42"), "stream.completed"),
-        (lambda c: c.interrupted(DONE), "stream.interrupted"),
+        (lambda c: c.completed(ELSEWHERE, "thread-42"), "stream.completed"),
+        (lambda c: c.interrupted(ELSEWHERE, "thread-42"), "stream.interrupted"),
         (lambda c: c.failed(RuntimeError("secret detail"), "thread-42"), "stream.failed"),
     ],
 )
@@ -268,7 +272,7 @@ def test_a_channel_serves_one_segment() -> None:
     with pytest.raises(ChannelClosedError, match="new channel per segment"):
         channel.send(delta("late"))
     with pytest.raises(ChannelClosedError):
-        channel.interrupted(DONE)
+        channel.interrupted(DONE, "thread-42")
     assert len(channel.deliveries) == 1
 
 
@@ -294,7 +298,7 @@ def test_callback_channel_delivers_json_arrays_and_measures_them_exactly() -> No
     channel = CallbackChannel(batches.append, batch_size=2)
     for text in ("a", "é"):
         channel.send(delta(text))
-    channel.interrupted(DONE)
+    channel.interrupted(DONE, "thread-42")
     assert [len(json.loads(b)) for b in batches] == [2, 1]
     for items in (["é"], ["a", "bc", "ü"], []):
         assert channel.batch_bytes(items) == len(channel.batch(items).encode())

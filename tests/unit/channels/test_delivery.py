@@ -104,7 +104,7 @@ def test_without_adapter_the_channel_gets_only_the_lifecycle(
     pulled = list(agent.stream("What is the title?"))
     assert isinstance(pulled[-1], InterruptEvent)
     fake.assert_nothing_sent()
-    state = fake.assert_interrupted("t1")
+    state = fake.assert_interrupted("t1").state
     assert isinstance(state.interrupt, ToolResultsRequest)  # type: ignore[attr-defined]
     assert [c.id for c in state.interrupt.tool_calls] == ["call_t"]  # type: ignore[attr-defined]
     assert len(fake.interruptions) == 1
@@ -128,8 +128,8 @@ def test_each_interruption_delivers_its_own_state(
     agent.submit_approval_decisions({"call_d": "approve"}).run()
     agent.submit_tool_results({"call_t": {"result": "Title"}}).run()
     assert [f.lifecycle for f in fakes] == [["interrupted"], ["interrupted"], ["completed"]]
-    first: SegmentState = fakes[0].interruptions[0]
-    second: SegmentState = fakes[1].interruptions[0]
+    first: SegmentState = fakes[0].interruptions[0].state
+    second: SegmentState = fakes[1].interruptions[0].state
     assert isinstance(first.interrupt, ApprovalRequest)  # type: ignore[attr-defined]
     assert isinstance(second.interrupt, ToolResultsRequest)  # type: ignore[attr-defined]
     # Resumed segments carry only post-resume output: no call is announced again.
