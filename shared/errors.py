@@ -41,15 +41,8 @@ class InputTranslationError(RelaylineError):
 
 
 class WorkflowError(RelaylineError):
-    """The durable run refuses the operation (maps to HTTP 409).
-
-    ``reason`` is a stable code: ``conflict``, ``stale_run``, ``stale_attempt``,
-    ``run_in_flight``, ``not_awaited``, ``executing``, ``settled``, ``expired``.
-    """
-
-    def __init__(self, message: str, reason: str = "refused") -> None:
-        super().__init__(message)
-        self.reason = reason
+    """The durable run refuses the operation (maps to HTTP 409). The class names the
+    kind of refusal: clients read it as the response's ``type``."""
 
 
 class StaleRunError(WorkflowError):

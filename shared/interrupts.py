@@ -76,13 +76,13 @@ def _new_answers(
     new: dict[str, Any] = {}
     for call_id, entry in answers.items():
         if call_id not in pending and call_id not in settled:
-            raise WorkflowError(foreign.format(call_id), "not_awaited")
+            raise WorkflowError(foreign.format(call_id))
         if not valid(entry):
-            raise WorkflowError(malformed.format(call_id), "not_awaited")
+            raise WorkflowError(malformed.format(call_id))
         if call_id not in settled:
             new[call_id] = entry
         elif dumps(settled[call_id]) != dumps(entry):
-            raise WorkflowError(conflict.format(call_id), "settled")
+            raise WorkflowError(conflict.format(call_id))
     return new
 
 
@@ -168,7 +168,6 @@ class ApprovalRequest(_Wait):
                 raise WorkflowError(
                     f'Duplicate approval action id "{action.id}": '
                     "each action must be a distinct tool call.",
-                    "conflict",
                 )
             seen.add(action.id)
 

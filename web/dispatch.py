@@ -62,16 +62,13 @@ def refuse_if_busy(thread_id: str, record: RunRecord | None) -> None:
         raise RunInFlightError(
             f"Cannot start a new turn on thread '{thread_id}': run '{record.run_id}' "
             f"(attempt {record.attempt}) is {record.status}. Answer or wait for it first.",
-            "run_in_flight",
         )
 
 
 def refuse_replay(thread_id: str, message_id: str, stored_ids: Collection[str]) -> None:
     """A new turn's message id already stored on the thread is a conflict."""
     if message_id in stored_ids:
-        raise WorkflowError(
-            f"Message '{message_id}' is already part of thread '{thread_id}'.", "conflict"
-        )
+        raise WorkflowError(f"Message '{message_id}' is already part of thread '{thread_id}'.")
 
 
 def new_run_id() -> str:

@@ -1,5 +1,7 @@
 """Errors before any header become JSON ``{"error", "type"}`` with the status of
-DESIGN section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize."""
+DESIGN section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize.
+relayline's own statuses come from ``shared.errors.HTTP_STATUS``; ``type`` is the
+exception's class name."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import logging
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
-from shared.errors import InputTranslationError, WorkflowError
+from shared.errors import RelaylineError, http_status
 
 logger = logging.getLogger("relayline.web")
 
@@ -20,13 +22,12 @@ def error_response(status: int, message: str, kind: str) -> Response:
 
 
 def init_app(app: Flask) -> None:
-    @app.errorhandler(InputTranslationError)
-    def bad_input(exc: InputTranslationError) -> Response:
-        return error_response(400, exc.message, type(exc).__name__)
-
-    @app.errorhandler(WorkflowError)
-    def refused(exc: WorkflowError) -> Response:
-        return error_response(409, exc.message, type(exc).__name__)
+    @app.errorhandler(RelaylineError)
+    def refused(exc: RelaylineError) -> Response:
+        status = http_status(exc)
+        if status is None:  # a run's failure escaping before the headers: no refusal
+            return unexpected(exc)
+        return error_response(status, exc.message, type(exc).__name__)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
@@ -34,5 +35,5 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:
-        logger.exception("request failed")
+        logger.error("request failed", exc_info=exc)
         return error_response(500, "The server could not handle the request.", "InternalError")

@@ -152,9 +152,7 @@ class Agent:
         """Stage the timeout of an expired frontend wait: pending calls settle as errors."""
         record, request = self._suspended()
         if not isinstance(request, ToolResultsRequest) or not request.expired():
-            raise WorkflowError(
-                "The run is not waiting on an expired frontend wait.", "not_awaited"
-            )
+            raise WorkflowError("The run is not waiting on an expired frontend wait.")
         answers = {call_id: {"error": TIMEOUT_ERROR} for call_id in request.pending_ids}
         return Continuation(self, record.run_id, record.attempt, answers)
 
@@ -164,15 +162,13 @@ class Agent:
         knows it); without one, the run's lease must have expired."""
         record = self.inspect()
         if record is None or record.status != "running":
-            raise WorkflowError(
-                f"There is no running run to recover on thread '{self.thread_id}'.", "no_run"
-            )
+            raise WorkflowError(f"There is no running run to recover on thread '{self.thread_id}'.")
         _check_fence(record, run_id or record.run_id, attempt or record.attempt)
         lease = record.lease_expires_at
         mine = self.executor is not None and record.checkpoint.get("executor") == self.executor
         if attempt is None and not mine and lease is not None and lease > datetime.now(UTC):
             raise WorkflowError(
-                f"Run '{record.run_id}' holds a live lease until {lease.isoformat()}.", "executing"
+                f"Run '{record.run_id}' holds a live lease until {lease.isoformat()}."
             )
         return Continuation(self, record.run_id, record.attempt, None)
 
@@ -231,7 +227,7 @@ class Agent:
     ) -> Continuation:
         record, request = self._suspended()
         if request.expired():
-            raise ExpiredError(f"Interrupt '{request.interrupt_id}' has expired.", "expired")
+            raise ExpiredError(f"Interrupt '{request.interrupt_id}' has expired.")
         if expect is ToolResultsRequest and isinstance(request, ApprovalRequest):
             first = ", ".join(f"'{a.id}'" for a in request.actions)
             raise InputTranslationError(
@@ -259,9 +255,7 @@ class Agent:
             return loop, True
         request = request_from_record(record)
         if request is None:
-            raise WorkflowError(
-                f"Run '{record.run_id}' is '{record.status}', not suspended.", "executing"
-            )
+            raise WorkflowError(f"Run '{record.run_id}' is '{record.status}', not suspended.")
         new = _validate(request, answers)
         if not new:
             return loop, False  # an identical repeat: accepted, nothing to do
@@ -320,13 +314,11 @@ def _check_fence(record: RunRecord | None, run_id: str, attempt: int) -> None:
         raise StaleRunError(
             f"Stale continuation for workflow ID '{wf}': expected run '{run_id}', "
             f"current run is '{current}'.",
-            "stale_run",
         )
     if record.attempt != attempt:
         raise StaleRunError(
             f"Stale continuation for workflow ID '{record.thread_id}': expected execution "
             f"attempt {attempt}, current attempt is {record.attempt}.",
-            "stale_attempt",
         )
 
 

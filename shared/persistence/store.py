@@ -216,11 +216,9 @@ class Store:
             if found.current_run_id is not None:
                 current = _run(conn, thread_id, found.current_run_id)
                 if current is not None and current.status in ACTIVE:
-                    raise RunInFlightError(_in_flight_message(current), "run_in_flight")
+                    raise RunInFlightError(_in_flight_message(current))
             if _run(conn, thread_id, run_id) is not None:
-                raise ConflictError(
-                    f"Run '{run_id}' already exists on thread '{thread_id}'.", "conflict"
-                )
+                raise ConflictError(f"Run '{run_id}' already exists on thread '{thread_id}'.")
             moved = conn.execute(
                 threads.update()
                 .where(threads.c.id == thread_id, threads.c.version == found.version)
@@ -229,7 +227,6 @@ class Store:
             if moved.rowcount != 1:
                 raise ConflictError(
                     f"Another turn started on thread '{thread_id}' at the same time; retry.",
-                    "conflict",
                 )
             record = RunRecord(
                 thread_id=thread_id,
@@ -296,7 +293,6 @@ class Store:
                 raise ConflictError(
                     f"Run '{record.run_id}' on thread '{record.thread_id}' was changed by "
                     f"another process (attempt {record.attempt}); nothing was written.",
-                    "conflict",
                 )
             _append(conn, record.thread_id, append)
         return updated
