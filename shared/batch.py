@@ -11,7 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from shared.chunks import ToolCallInfo
-from shared.interrupts import ApprovalRequest, InterruptRequest, PendingCall, ToolResultsRequest
+from shared.interrupts import (
+    Approval,
+    ApprovalRequest,
+    InterruptRequest,
+    PendingCall,
+    ToolResultsRequest,
+)
 from shared.jsonutil import normalize_result
 from shared.messages import Message, ToolResultPart
 from shared.persistence.store import RunRecord
@@ -147,7 +153,7 @@ def call_info(call: CallJSON, accepted: Accepted, *, with_result: bool) -> ToolC
     """The ToolCallJSON JSON of a call as it stands, arguments redacted where declared."""
     decision = decisions_of(accepted).get(call["id"])
     rejected, reason = rejection(decision)
-    approval = None
+    approval: Approval | None = None
     if call["approval"]:
         approval = "pending" if decision is None else ("rejected" if rejected else "approved")
     result: str | None = None

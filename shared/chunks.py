@@ -1,14 +1,35 @@
 """Native stream chunks the agent loop yields while a segment runs.
 
-Payloads follow reference section 5.1: ``to_json`` is what the native adapter sends.
+Payloads follow docs/reference/neuron-streaming-spec.md section 5.1: ``to_json`` is what the
+native adapter sends.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TypedDict
 
-from shared.interrupts import InterruptRequest
+from shared.interrupts import Approval, InterruptRequest, ToolCallJSON
+from shared.jsonutil import JSONObject
+
+
+class ContentJSON(TypedDict):
+    messageId: str
+    content: str
+
+
+class ToolArgumentJSON(TypedDict):
+    messageId: str
+    toolName: str
+    toolCallId: str
+    delta: str
+
+
+class ToolEventJSON(TypedDict):
+    """A proposed or settled call: the assistant message holding it and the call."""
+
+    messageId: str | None
+    tool: ToolCallJSON
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,7 +37,7 @@ class TextChunk:
     message_id: str
     content: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ContentJSON:
         return {"messageId": self.message_id, "content": self.content}
 
 
@@ -25,7 +46,7 @@ class ReasoningChunk:
     message_id: str
     content: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ContentJSON:
         return {"messageId": self.message_id, "content": self.content}
 
 
@@ -38,7 +59,7 @@ class ToolArgumentChunk:
     tool_call_id: str
     delta: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ToolArgumentJSON:
         return {
             "messageId": self.message_id,
             "toolName": self.tool_name,
@@ -49,20 +70,20 @@ class ToolArgumentChunk:
 
 @dataclasses.dataclass(frozen=True)
 class ToolCallInfo:
-    """The ToolCall JSON of reference section 5.1."""
+    """The ToolCall JSON of docs/reference/neuron-streaming-spec.md section 5.1."""
 
     call_id: str
     name: str
-    inputs: dict[str, Any]
+    inputs: JSONObject
     description: str | None = None
     deferred: bool = False
     result: str | None = None
     is_error: bool = False
-    approval: str | None = None
+    approval: Approval | None = None
     approval_reason: str | None = None
     reject_reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ToolCallJSON:
         result: Any = self.result
         if self.is_error and self.result is not None:
             result = {"error": self.result}
@@ -87,7 +108,7 @@ class ToolCallChunk:
     message_id: str
     tool: ToolCallInfo
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ToolEventJSON:
         return {"messageId": self.message_id, "tool": self.tool.to_json()}
 
 
@@ -99,7 +120,7 @@ class ToolResultChunk:
     tool: ToolCallInfo
     message_id: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ToolEventJSON:
         return {"messageId": None, "tool": self.tool.to_json()}
 
 

@@ -5,15 +5,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from shared.jsonutil import JSONObject
+
 
 @dataclasses.dataclass(frozen=True)
 class ProtocolEvent:
     """One event of a frontend protocol. Its JSON form is ``{"type": type, **data}``."""
 
     type: str
-    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the event's fields, shaped by its protocol (AG-UI, Vercel or native)
+    data: JSONObject = dataclasses.field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         # Type first, data spread beside it (adapters keep "type" out of data).
         return {"type": self.type, **self.data}
 
@@ -25,13 +28,13 @@ class StreamEvent:
 @dataclasses.dataclass(frozen=True)
 class StepStarted(StreamEvent):
     name: str
-    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    metadata: JSONObject = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
 class StepFinished(StreamEvent):
     name: str
-    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    metadata: JSONObject = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +43,7 @@ class Activity(StreamEvent):
 
     id: str
     activity_type: str
-    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+    data: JSONObject = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""What a suspended run waits for, in the public JSON of reference section 6.1.
+"""What a suspended run waits for, in the public JSON of
+docs/reference/neuron-streaming-spec.md section 6.1.
 
 ``ToolResultsRequest`` waits for frontend tool results; ``ApprovalRequest`` waits for
 a person's decisions. Both are rebuilt from the persisted run, never from a client.
@@ -9,22 +10,71 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
 from shared.errors import WorkflowError
-from shared.jsonutil import dumps
+from shared.jsonutil import JSONObject, dumps
+
+Approval = Literal["pending", "approved", "rejected"]
+
+
+class ToolCallJSON(TypedDict):
+    """The ToolCall JSON of docs/reference/neuron-streaming-spec.md section 5.1 (native stream,
+    interrupts)."""
+
+    callId: str
+    name: str
+    description: str | None
+    deferred: bool
+    inputs: JSONObject
+    #: the result text, ``{"error": text}`` for a failed call, or None while unsettled
+    result: Any
+    approval: Approval | None
+    approvalReason: str | None
+    rejectReason: str | None
+
+
+class ActionJSON(TypedDict):
+    """One action of an approval request's JSON
+    (docs/reference/neuron-streaming-spec.md section 6.1)."""
+
+    id: str
+    name: str
+    description: str | None
+    decision: str | None
+    feedback: str | None
+    reason: str | None
+    inputs: JSONObject
+
+
+class ResultEntry(TypedDict, total=False):
+    """A settled frontend call: ``result`` (any JSON) or ``error`` (text), never both."""
+
+    result: Any
+    error: str
+
+
+#: a person's decision on a call: "approve", "reject" or ["reject", "<reason>"]
+Decision = str | list[str]
+#: what a continuation answers, by call id: result entries for a frontend wait,
+#: decisions for an approval
+Answer = ResultEntry | Decision
+Answers = dict[str, Answer]
+
+_A = TypeVar("_A", ResultEntry, Decision)
 
 
 class InterruptJSON(TypedDict):
-    """The public JSON of a wait (reference section 6.1), as a suspended run stores it."""
+    """The public JSON of a wait (docs/reference/neuron-streaming-spec.md section 6.1), as a
+    suspended run stores it."""
 
     interruptId: int
     type: str
     eventName: str
     expiresAt: str | None
     message: str
-    toolCalls: NotRequired[list[dict[str, Any]]]
-    actions: NotRequired[list[dict[str, Any]]]
+    toolCalls: NotRequired[list[ToolCallJSON]]
+    actions: NotRequired[list[ActionJSON]]
 
 
 TIMEOUT_ERROR = "External tool execution timed out."
@@ -37,14 +87,14 @@ class PendingCall:
 
     id: str
     name: str
-    inputs: dict[str, Any]
+    inputs: JSONObject
     description: str | None = None
     deferred: bool = True
     #: the stored assistant message holding the call (not part of the public JSON)
     parent_message_id: str | None = None
 
-    def tool_call_json(self, approval: str | None = None) -> dict[str, Any]:
-        """The ToolCall JSON of reference section 5.1."""
+    def tool_call_json(self, approval: Approval | None = None) -> ToolCallJSON:
+        """The ToolCall JSON of docs/reference/neuron-streaming-spec.md section 5.1."""
         return {
             "callId": self.id,
             "name": self.name,
@@ -65,15 +115,15 @@ def _iso(moment: datetime | None) -> str | None:
 def _new_answers(
     answers: Mapping[str, Any],
     pending: Sequence[str],
-    settled: Mapping[str, Any],
+    settled: Mapping[str, _A],
     valid: Callable[[Any], bool],
     texts: tuple[str, str, str],
-) -> dict[str, Any]:
+) -> dict[str, _A]:
     """The answers that are new. Raises WorkflowError for a foreign id, a malformed
     answer or a different outcome for a settled call; identical restatements pass.
     ``texts`` are the three messages, each formatted with the call id."""
     foreign, malformed, conflict = texts
-    new: dict[str, Any] = {}
+    new: dict[str, _A] = {}
     for call_id, entry in answers.items():
         if call_id not in pending and call_id not in settled:
             raise WorkflowError(foreign.format(call_id))
@@ -113,7 +163,7 @@ class ToolResultsRequest(_Wait):
 
     interrupt_id: int
     tool_calls: tuple[PendingCall, ...]
-    accepted: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    accepted: Mapping[str, ResultEntry] = dataclasses.field(default_factory=dict)
     expires_at: datetime | None = None
     message: str = "Waiting for external tool results"
 
@@ -131,7 +181,7 @@ class ToolResultsRequest(_Wait):
     def to_json(self) -> InterruptJSON:
         return {**self._json_head(), "toolCalls": [c.tool_call_json() for c in self.tool_calls]}
 
-    def validate_results(self, results: Mapping[str, Any]) -> dict[str, Any]:
+    def validate_results(self, results: Mapping[str, Any]) -> dict[str, ResultEntry]:
         """Check a native result map; returns only the entries that are new."""
         return _new_answers(results, self.pending_ids, self.accepted, _valid_result_entry, (
             "Tool result '{}' does not belong to this deferred batch.",
@@ -154,7 +204,7 @@ class ApprovalRequest(_Wait):
 
     interrupt_id: int
     actions: tuple[PendingCall, ...]
-    decided: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    decided: Mapping[str, Decision] = dataclasses.field(default_factory=dict)
     message: str = "Approval required"
     expires_at: datetime | None = None
 
@@ -180,7 +230,7 @@ class ApprovalRequest(_Wait):
         return set(self.pending_ids) | set(self.decided)
 
     def to_json(self) -> InterruptJSON:
-        actions = [
+        actions: list[ActionJSON] = [
             {
                 "id": a.id,
                 "name": a.name,
@@ -194,7 +244,7 @@ class ApprovalRequest(_Wait):
         ]
         return {**self._json_head(), "actions": actions}
 
-    def validate_decisions(self, decisions: Mapping[str, Any]) -> dict[str, Any]:
+    def validate_decisions(self, decisions: Mapping[str, Any]) -> dict[str, Decision]:
         """Check a native decision map; returns only the entries that are new."""
         return _new_answers(decisions, self.pending_ids, self.decided, valid_decision, (
             "Approval decision '{}' does not belong to this approval request.",

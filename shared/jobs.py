@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, Self, TypedDict, cast
 
+from shared.interrupts import Answers
 from shared.tools import FrontendTool, FrontendToolJSON
 
 RUN_TURN: Final = "relayline.run_turn"
@@ -110,7 +111,7 @@ class TurnJobJSON(_JobJSON):
 
 class ContinueJobJSON(_JobJSON):
     attempt: int
-    answers: dict[str, Any]
+    answers: Answers
     stopAfterToolCall: bool
 
 
@@ -201,7 +202,7 @@ class ContinueJob(Job):
     """Continue the suspended run ``run_id`` at ``attempt`` with the staged answers."""
 
     attempt: int
-    answers: dict[str, Any]
+    answers: Answers
     stop_after_tool_call: bool = False
 
     def to_json(self) -> ContinueJobJSON:

@@ -9,14 +9,45 @@ ids from them, so a reload shows the same ids as the live stream.
 from __future__ import annotations
 
 import dataclasses
-import uuid
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NotRequired, TypedDict, cast
+
+from shared.ids import new_id as new_id  # re-exported: it lived here
+from shared.jsonutil import JSONObject
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:24]}"
+class ToolCallJSON(TypedDict):
+    id: str
+    name: str
+    inputs: JSONObject
+
+
+class ToolResultJSON(TypedDict):
+    callId: str
+    name: str
+    content: str
+    isError: NotRequired[bool]
+    rejected: NotRequired[bool]
+    rejectReason: NotRequired[str | None]
+
+
+class TextBlock(TypedDict):
+    type: Literal["text", "reasoning"]
+    text: str
+
+
+class ToolCallBlock(ToolCallJSON):
+    type: Literal["tool_call"]
+
+
+class ToolResultBlock(ToolResultJSON):
+    type: Literal["tool_result"]
+
+
+#: one block of ``messages.content`` as stored
+ContentBlock = TextBlock | ToolCallBlock | ToolResultBlock
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,13 +56,13 @@ class ToolCallPart:
 
     id: str
     name: str
-    inputs: dict[str, Any]
+    inputs: JSONObject
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ToolCallJSON:
         return {"id": self.id, "name": self.name, "inputs": self.inputs}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ToolCallPart:
+    def from_json(cls, data: Mapping[str, Any]) -> ToolCallPart:
         return cls(id=data["id"], name=data["name"], inputs=dict(data.get("inputs") or {}))
 
 
@@ -47,8 +78,8 @@ class ToolResultPart:
     rejected: bool = False
     reject_reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"callId": self.call_id, "name": self.name, "content": self.content}
+    def to_json(self) -> ToolResultJSON:
+        data: ToolResultJSON = {"callId": self.call_id, "name": self.name, "content": self.content}
         if self.is_error:
             data["isError"] = True
         if self.rejected:
@@ -57,7 +88,7 @@ class ToolResultPart:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ToolResultPart:
+    def from_json(cls, data: Mapping[str, Any]) -> ToolResultPart:
         return cls(
             call_id=data["callId"],
             name=data["name"],
@@ -76,26 +107,29 @@ class Message:
     reasoning: str = ""
     tool_calls: tuple[ToolCallPart, ...] = ()
     tool_results: tuple[ToolResultPart, ...] = ()
-    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: provider details kept with the message (usage, finish reason): free-form
+    meta: JSONObject = dataclasses.field(default_factory=dict)
 
     @classmethod
     def user(cls, text: str, id: str | None = None) -> Message:
         return cls(id=id or new_id("msg"), role="user", text=text)
 
-    def content_json(self) -> list[dict[str, Any]]:
+    def content_json(self) -> list[ContentBlock]:
         """Content blocks as stored in ``messages.content``."""
-        blocks: list[dict[str, Any]] = []
+        blocks: list[ContentBlock] = []
         if self.reasoning:
             blocks.append({"type": "reasoning", "text": self.reasoning})
         if self.text:
             blocks.append({"type": "text", "text": self.text})
-        blocks.extend({"type": "tool_call", **c.to_json()} for c in self.tool_calls)
-        blocks.extend({"type": "tool_result", **r.to_json()} for r in self.tool_results)
+        blocks.extend(ToolCallBlock(type="tool_call", **c.to_json()) for c in self.tool_calls)
+        blocks.extend(
+            cast(ToolResultBlock, {"type": "tool_result", **r.to_json()}) for r in self.tool_results
+        )
         return blocks
 
     @classmethod
     def from_stored(
-        cls, id: str, role: str, content: list[dict[str, Any]], meta: dict[str, Any] | None
+        cls, id: str, role: str, content: Sequence[Mapping[str, Any]], meta: JSONObject | None
     ) -> Message:
         text = "".join(b["text"] for b in content if b["type"] == "text")
         reasoning = "".join(b["text"] for b in content if b["type"] == "reasoning")

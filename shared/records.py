@@ -8,8 +8,10 @@ and results by call id. ``interrupt``: the public JSON of what a suspended run w
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
+from shared.interrupts import Decision, ResultEntry
+from shared.jsonutil import JSONObject
 from shared.tools import FrontendToolJSON
 
 RunStatus = Literal["running", "suspended", "completed", "failed"]
@@ -29,7 +31,7 @@ class CallJSON(TypedDict):
 
     id: str
     name: str
-    inputs: dict[str, Any]
+    inputs: JSONObject
     description: str | None
     deferred: bool
     approval: bool
@@ -46,18 +48,10 @@ class BatchJSON(TypedDict):
     waitExpiresAt: NotRequired[str | None]
 
 
-class ResultEntry(TypedDict, total=False):
-    """A settled call: ``result`` (any JSON) or ``error`` (text)."""
-
-    result: Any
-    error: str
-
-
-#: "approve", "reject" or ["reject", "<reason>"]
-Decision = str | list[str]
-
-
 class Accepted(TypedDict, total=False):
+    """What a run accepted so far, by call id (ResultEntry and Decision re-exported
+    from ``shared.interrupts``, where the answers are checked)."""
+
     decisions: dict[str, Decision]
     results: dict[str, ResultEntry]
 
@@ -69,3 +63,16 @@ class Checkpoint(TypedDict, total=False):
     stopAfterBatch: bool
     #: the Celery task executing the run: its own redelivery may take it over at once
     executor: str
+
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "Accepted",
+    "BatchJSON",
+    "CallJSON",
+    "Checkpoint",
+    "Decision",
+    "ResultEntry",
+    "RunStart",
+    "RunStatus",
+]

@@ -6,7 +6,6 @@ the Store, so a fresh Agent in any process continues where another left off.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,16 +21,23 @@ from shared.errors import (
     StaleRunError,
     WorkflowError,
 )
-from shared.interrupts import TIMEOUT_ERROR, ApprovalRequest, InterruptRequest, ToolResultsRequest
-from shared.messages import Message, new_id
+from shared.ids import MESSAGE_ID, RUN_ID, invalid_thread_id, is_thread_id, new_id
+from shared.ids import THREAD_ID as THREAD_ID  # re-exported: it lived here
+from shared.interrupts import (
+    TIMEOUT_ERROR,
+    Answer,
+    Answers,
+    ApprovalRequest,
+    InterruptRequest,
+    ToolResultsRequest,
+)
+from shared.jobs import ANONYMOUS
+from shared.messages import Message
 from shared.persistence.store import RunRecord, Store
 from shared.protocols.translator import InputTranslator
 from shared.records import Accepted, Checkpoint
+from shared.texts import EMPTY_TURN, NO_MATCH
 from shared.tools import FrontendTool, FrontendToolJSON
-
-THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
-MESSAGE_ID = re.compile(r"^[^\x00-\x1f]{1,64}$")
 
 Segment = Generator[Any, None, RunState]
 
@@ -45,15 +51,12 @@ class Agent:
         spec: AgentSpec,
         store: Store,
         *,
-        owner: str = "anonymous",
+        owner: str = ANONYMOUS,
         lease_seconds: float = 600.0,
         executor: str | None = None,
     ) -> None:
-        if not isinstance(thread_id, str) or not THREAD_ID.match(thread_id):
-            raise InputTranslationError(
-                f"Invalid thread id {thread_id!r}: use 1-128 letters, digits, '_', '.' or '-', "
-                "starting with a letter or digit."
-            )
+        if not is_thread_id(thread_id):
+            raise InputTranslationError(invalid_thread_id(thread_id))
         self.thread_id = thread_id
         self.spec = spec
         self.store = store
@@ -114,11 +117,10 @@ class Agent:
                 start={"message": user.id, "frontendTools": extra},
                 first_messages=[user],
                 lease_expires_at=self._lease(),
+                # Stamped in the same transaction: one commit before the first output.
+                checkpoint=self._stamped_checkpoint(Checkpoint()),
             )
-            loop = self._loop(record)
-            if self.executor is not None:
-                loop.write(checkpoint={"executor": self.executor})
-            return loop, True
+            return self._loop(record), True
 
         return self._segment(admit)
 
@@ -153,7 +155,7 @@ class Agent:
         record, request = self._suspended()
         if not isinstance(request, ToolResultsRequest) or not request.expired():
             raise WorkflowError("The run is not waiting on an expired frontend wait.")
-        answers = {call_id: {"error": TIMEOUT_ERROR} for call_id in request.pending_ids}
+        answers: Answers = {call_id: {"error": TIMEOUT_ERROR} for call_id in request.pending_ids}
         return Continuation(self, record.run_id, record.attempt, answers)
 
     def recover(self, run_id: str | None = None, attempt: int | None = None) -> Continuation:
@@ -194,9 +196,13 @@ class Agent:
             return state
 
     def _stamped(self, record: RunRecord) -> Checkpoint:
+        return self._stamped_checkpoint(record.checkpoint)
+
+    def _stamped_checkpoint(self, checkpoint: Checkpoint) -> Checkpoint:
+        """``checkpoint`` naming this executor, so its own redelivery may take over."""
         if self.executor is None:
-            return record.checkpoint
-        return {**record.checkpoint, "executor": self.executor}
+            return checkpoint
+        return {**checkpoint, "executor": self.executor}
 
     def _checked_frontend_tools(self, tools: Sequence[FrontendTool]) -> list[FrontendToolJSON]:
         backend = {t.name for t in self.spec.tools}
@@ -222,7 +228,7 @@ class Agent:
 
     def _stage(
         self,
-        answers_for: Callable[[InterruptRequest], dict[str, Any]],
+        answers_for: Callable[[InterruptRequest], Answers],
         expect: type | None,
     ) -> Continuation:
         record, request = self._suspended()
@@ -239,12 +245,12 @@ class Agent:
             )
         answers = answers_for(request)
         if not answers:
-            raise InputTranslationError("The payload contains no matching continuation input.")
+            raise InputTranslationError(NO_MATCH)
         _validate(request, answers)
         return Continuation(self, record.run_id, record.attempt, answers)
 
     def _admit_continuation(
-        self, run_id: str, attempt: int, answers: dict[str, Any] | None, stop_after: bool
+        self, run_id: str, attempt: int, answers: Answers | None, stop_after: bool
     ) -> tuple[RunLoop, bool]:
         record = self.inspect()
         _check_fence(record, run_id, attempt)
@@ -256,14 +262,17 @@ class Agent:
         request = request_from_record(record)
         if request is None:
             raise WorkflowError(f"Run '{record.run_id}' is '{record.status}', not suspended.")
-        new = _validate(request, answers)
-        if not new:
-            return loop, False  # an identical repeat: accepted, nothing to do
         accepted: Accepted = {**record.accepted}
         if isinstance(request, ApprovalRequest):
-            accepted["decisions"] = {**record.accepted.get("decisions", {}), **new}
+            decisions = request.validate_decisions(answers)
+            fresh = bool(decisions)
+            accepted["decisions"] = {**record.accepted.get("decisions", {}), **decisions}
         else:
-            accepted["results"] = {**record.accepted.get("results", {}), **new}
+            results = request.validate_results(answers)
+            fresh = bool(results)
+            accepted["results"] = {**record.accepted.get("results", {}), **results}
+        if not fresh:
+            return loop, False  # an identical repeat: accepted, nothing to do
         checkpoint = self._stamped(record)
         if stop_after and isinstance(request, ToolResultsRequest):
             checkpoint = {**checkpoint, "stopAfterBatch": True}
@@ -281,9 +290,7 @@ class Continuation:
     """A staged continuation. Nothing ran and nothing was written until ``run()`` or
     ``events()``; both refuse when the run moved on since staging."""
 
-    def __init__(
-        self, agent: Agent, run_id: str, attempt: int, answers: dict[str, Any] | None
-    ) -> None:
+    def __init__(self, agent: Agent, run_id: str, attempt: int, answers: Answers | None) -> None:
         self.agent = agent
         self.run_id = run_id
         self.attempt = attempt
@@ -322,7 +329,7 @@ def _check_fence(record: RunRecord | None, run_id: str, attempt: int) -> None:
         )
 
 
-def _validate(request: InterruptRequest, answers: Mapping[str, Any]) -> dict[str, Any]:
+def _validate(request: InterruptRequest, answers: Mapping[str, Any]) -> Mapping[str, Answer]:
     if isinstance(request, ApprovalRequest):
         return request.validate_decisions(answers)
     return request.validate_results(answers)
@@ -340,8 +347,8 @@ def _user_message(message: str | Message) -> Message:
                 "A new turn needs a user message with an id of 1-64 characters."
             )
         if not message.text.strip():
-            raise InputTranslationError("A new turn needs a non-empty user message.")
+            raise InputTranslationError(EMPTY_TURN)
         return message
     if not isinstance(message, str) or not message.strip():
-        raise InputTranslationError("A new turn needs a non-empty user message.")
+        raise InputTranslationError(EMPTY_TURN)
     return Message.user(message)

@@ -51,6 +51,7 @@ from shared.records import (
     ResultEntry,
     RunStatus,
 )
+from shared.texts import RUN_FAILED
 from shared.tools import AnyTool
 
 Item = Any  # a chunk or a portable event
@@ -105,7 +106,7 @@ class RunLoop:
 
     def fail(self, error: BaseException) -> None:
         """Record the failure; a process fenced out by another writes nothing."""
-        message = error.message if isinstance(error, RelaylineError) else "The run failed."
+        message = error.message if isinstance(error, RelaylineError) else RUN_FAILED
         self.write(status="failed", error=message, interrupt=None, lease_expires_at=None)
 
     # the loop ------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """One segment of a run: admission, the loop's output through the adapter to the pull
-consumer and the channel, and exactly one terminal (reference section 1.1)."""
+consumer and the channel, and exactly one terminal
+(docs/reference/neuron-streaming-spec.md section 1.1)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from shared.errors import ConflictError, RelaylineError, RunFailedError
 from shared.events import ProtocolEvent
 from shared.persistence.store import RunRecord
 from shared.protocols.adapter import StreamAdapter
+from shared.texts import RUN_FAILED
 
 AdapterFactory = Callable[[], StreamAdapter]
 ChannelFactory = Callable[[], Channel]
@@ -86,7 +88,7 @@ def run_segment(
         if channel is not None:
             channel.failed(exc, thread_id)
         _report(channel, on_channel_error)
-        message = exc.message if isinstance(exc, RelaylineError) else "The run failed."
+        message = exc.message if isinstance(exc, RelaylineError) else RUN_FAILED
         raise RunFailedError(message, cause=exc) from exc
 
     state = state_of(loop.record, loop.last_text)

@@ -203,6 +203,7 @@ class Store:
         start: RunStart,
         first_messages: Sequence[Message],
         lease_expires_at: datetime,
+        checkpoint: Checkpoint | None = None,
     ) -> RunRecord:
         """Make ``run_id`` the thread's current run, refusing while another is active."""
         now = utcnow()
@@ -236,7 +237,7 @@ class Store:
                 version=1,
                 interrupt=None,
                 accepted=Accepted(),
-                checkpoint=Checkpoint(),
+                checkpoint=Checkpoint() if checkpoint is None else checkpoint,
                 start=start,
                 error=None,
                 lease_expires_at=lease_expires_at,

@@ -1,4 +1,4 @@
-"""Rules shared by every protocol translator (reference section 6.4).
+"""Rules shared by every protocol translator (docs/reference/neuron-streaming-spec.md section 6.4).
 
 A translator reads a client payload against the single current interrupt, which comes
 from persistence, never from the client, and returns the native answer map. The
@@ -13,9 +13,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from shared.errors import InputTranslationError
-from shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
-
-NO_MATCH = "The payload contains no matching continuation input."
+from shared.interrupts import Answer, Answers, ApprovalRequest, InterruptRequest, ToolResultsRequest
+from shared.texts import NO_MATCH as NO_MATCH  # re-exported: it lived here
 
 
 class WaitRequest(Protocol):
@@ -98,14 +97,14 @@ def same_json(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
-def answer(answers: MutableMapping[str, Any], call_id: str, value: Any) -> None:
+def answer(answers: MutableMapping[str, Answer], call_id: str, value: Answer) -> None:
     """Record one answer; an identical repeat is harmless, a different one is refused."""
     if call_id in answers and not same_json(answers[call_id], value):
         raise InputTranslationError(f"Conflicting responses for tool call '{call_id}'.")
     answers[call_id] = value
 
 
-def finish(request: AnyRequest, answers: dict[str, Any]) -> dict[str, Any]:
+def finish(request: AnyRequest, answers: Answers) -> Answers:
     """Final checks in reference order: nothing matched (400), then result validation (409).
 
     The whole map is returned, restatements of accepted results included: the agent,

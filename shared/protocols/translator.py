@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from shared.interrupts import InterruptRequest
+from shared.interrupts import Answers, InterruptRequest
 
 
 class NewTurn(NamedTuple):
@@ -18,7 +18,7 @@ class NewTurn(NamedTuple):
 
 @runtime_checkable
 class InputTranslator(Protocol):
-    def translate(self, payload: Mapping[str, Any], request: InterruptRequest) -> dict[str, Any]:
+    def translate(self, payload: Mapping[str, Any], request: InterruptRequest) -> Answers:
         """Return the native map for ``request``: call id -> decision (approval) or
         call id -> ``{"result": ...}`` / ``{"error": "..."}`` (tool results).
 

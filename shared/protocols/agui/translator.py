@@ -1,4 +1,5 @@
-"""AG-UI ``RunAgentInput`` to native answers (reference sections 6.3 and 6.5).
+"""AG-UI ``RunAgentInput`` to native answers
+(docs/reference/neuron-streaming-spec.md sections 6.3 and 6.5).
 
 Two ways in: an explicit ``resume`` array (approvals, cancellations, generic waits)
 or ``role: "tool"`` messages carrying frontend tool results. A non-empty ``resume``
@@ -13,7 +14,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared.errors import InputTranslationError
-from shared.interrupts import CANCELLED_ERROR, ApprovalRequest, ToolResultsRequest
+from shared.interrupts import (
+    CANCELLED_ERROR,
+    Answers,
+    ApprovalRequest,
+    ResultEntry,
+    ToolResultsRequest,
+)
 from shared.protocols.agui.catalog import check_parameters
 from shared.protocols.rules import (
     AnyRequest,
@@ -43,7 +50,7 @@ class AGUIInputTranslator:
     def __init__(self, now: Callable[[], datetime] = _utcnow) -> None:
         self._now = now
 
-    def translate(self, payload: Mapping[str, Any], request: AnyRequest) -> dict[str, Any]:
+    def translate(self, payload: Mapping[str, Any], request: AnyRequest) -> Answers:
         """The native map for ``request``; see InputTranslator for the error contract."""
         payload = require_object(payload)
         resume = entries(payload, "resume")
@@ -131,16 +138,14 @@ class AGUIInputTranslator:
 
     # -- resume path --------------------------------------------------------------
 
-    def _translate_resume(
-        self, resume: list[Mapping[str, Any]], request: AnyRequest
-    ) -> dict[str, Any]:
+    def _translate_resume(self, resume: list[Mapping[str, Any]], request: AnyRequest) -> Answers:
         # The ids AGUIAdapter publishes: one interrupt per action for approvals,
         # otherwise the request id as a string.
         if isinstance(request, ApprovalRequest):
             targets = [action.id for action in request.actions]
         else:
             targets = [str(request.interrupt_id)]
-        answers: dict[str, Any] = {}
+        answers: Answers = {}
         seen: set[str] = set()
         for entry in resume:
             target = entry.get("interruptId")
@@ -171,7 +176,7 @@ class AGUIInputTranslator:
         target: str,
         status: str,
         entry: Mapping[str, Any],
-        answers: dict[str, Any],
+        answers: Answers,
     ) -> None:
         if isinstance(request, ApprovalRequest):
             decision = (
@@ -196,14 +201,14 @@ class AGUIInputTranslator:
     # -- tool-message path --------------------------------------------------------
 
     @staticmethod
-    def _translate_tool_messages(payload: Mapping[str, Any], request: AnyRequest) -> dict[str, Any]:
+    def _translate_tool_messages(payload: Mapping[str, Any], request: AnyRequest) -> Answers:
         if not isinstance(request, ToolResultsRequest):
             # Approvals and generic waits are interrupts; only resume can answer them.
             raise InputTranslationError(
                 "Pending AG-UI interrupts require an explicit resume array."
             )
         candidates = candidate_ids(request)
-        answers: dict[str, Any] = {}
+        answers: Answers = {}
         for message in entries(payload, "messages"):
             if message.get("role") != "tool":
                 continue
@@ -215,7 +220,7 @@ class AGUIInputTranslator:
             if error is not None:
                 if not isinstance(error, str):
                     raise InputTranslationError(f"Tool call '{call_id}' requires a string error.")
-                result: dict[str, Any] = {"error": error}
+                result: ResultEntry = {"error": error}
             else:
                 content = message.get("content")
                 if not isinstance(content, str):

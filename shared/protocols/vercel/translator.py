@@ -1,4 +1,5 @@
-"""Vercel AI SDK ``useChat`` bodies to native answers (reference sections 6.3 and 6.6).
+"""Vercel AI SDK ``useChat`` bodies to native answers
+(docs/reference/neuron-streaming-spec.md sections 6.3 and 6.6).
 
 The client sends its whole ``UIMessage[]`` history. Answers live in the tool parts
 of assistant messages: ``approval-responded`` parts carry decisions,
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from shared.errors import InputTranslationError
-from shared.interrupts import ApprovalRequest, ToolResultsRequest
+from shared.interrupts import Answers, ApprovalRequest, ResultEntry, ToolResultsRequest
 from shared.protocols.rules import (
     AnyRequest,
     answer,
@@ -32,11 +33,11 @@ SHAPE_ERROR = (
 class VercelAIInputTranslator:
     """Translate Vercel UI message histories against the persisted interrupt."""
 
-    def translate(self, payload: Mapping[str, Any], request: AnyRequest) -> dict[str, Any]:
+    def translate(self, payload: Mapping[str, Any], request: AnyRequest) -> Answers:
         """The native map for ``request``; see InputTranslator for the error contract."""
         payload = require_object(payload)
         candidates = candidate_ids(request)
-        answers: dict[str, Any] = {}
+        answers: Answers = {}
         for message in entries(payload, "messages"):
             if message.get("role") != "assistant":
                 continue
@@ -82,7 +83,7 @@ class VercelAIInputTranslator:
 
 
 def _tool_part(
-    request: AnyRequest, call_id: str, part: Mapping[str, Any], answers: dict[str, Any]
+    request: AnyRequest, call_id: str, part: Mapping[str, Any], answers: Answers
 ) -> None:
     """Fold one tool part of the current request into ``answers``."""
     state = part.get("state")
@@ -103,7 +104,7 @@ def _tool_part(
             if "output" not in part:
                 raise InputTranslationError(f"Tool call '{call_id}' has no output.")
             # Any JSON: false, 0, "", [] and null keep their types.
-            result: dict[str, Any] = {"result": part["output"]}
+            result: ResultEntry = {"result": part["output"]}
         else:
             error_text = part.get("errorText")
             if not isinstance(error_text, str):

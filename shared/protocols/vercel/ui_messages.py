@@ -11,7 +11,6 @@ awaiting results as ``input-available``, results accepted so far as outputs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from shared import batch as batches
 from shared.batch import request_from_record
@@ -20,10 +19,11 @@ from shared.messages import Message, ToolCallPart, ToolResultPart
 from shared.persistence.store import RunRecord
 from shared.protocols.adapter import StreamAdapter
 from shared.protocols.vercel.adapter import part_id
+from shared.protocols.vercel.wire import ApprovalJSON, UIMessageJSON, UIPartJSON
 from shared.records import Accepted, BatchJSON, CallJSON
 from shared.tools import AnyTool, redacted_inputs
 
-Part = dict[str, Any]
+Part = UIPartJSON
 
 #: what a call of a run that ended without settling its batch shows (never "running")
 UNSETTLED_ERROR = StreamAdapter.error_message
@@ -49,7 +49,7 @@ class _Turn:
 
 def ui_messages(
     stored: Sequence[Message], run: RunRecord | None, *, tools: Iterable[AnyTool] = ()
-) -> list[dict[str, Any]]:
+) -> list[UIMessageJSON]:
     """Project stored messages and the thread's current run to ``UIMessage[]``.
 
     ``tools`` (the agent's tools) marks settled calls that needed approval and masks
@@ -58,8 +58,8 @@ def ui_messages(
     known = {t.name: t for t in tools}
     results = {r.call_id: r for m in stored if m.role == "tool" for r in m.tool_results}
     turn = _Turn(run)
-    out: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
+    out: list[UIMessageJSON] = []
+    current: UIMessageJSON | None = None
     for message in stored:
         if message.role == "user":
             current = None
@@ -120,9 +120,9 @@ def _settled_part(call: ToolCallPart, result: ToolResultPart | None, tool: AnyTo
     if rejected:
         return {**part, "state": "output-denied", "approval": _approval(call.id, False, reason)}
     if result.is_error:
-        part.update(state="output-error", errorText=result.content)
+        part.update({"state": "output-error", "errorText": result.content})
     else:
-        part.update(state="output-available", output=result.content)
+        part.update({"state": "output-available", "output": result.content})
     if tool is not None and tool.requires_approval:
         part["approval"] = _approval(call.id, True)
     return part
@@ -133,7 +133,7 @@ def _open_part(call: ToolCallPart, open_call: CallJSON, turn: _Turn) -> Part:
     info = batches.call_info(open_call, turn.accepted, with_result=True)
     request = turn.request
     if info.approval == "pending":
-        approval: dict[str, Any] = {"id": call.id}
+        approval: ApprovalJSON = {"id": call.id}
         if isinstance(request, ApprovalRequest):
             approval["requestReason"] = request.message
         return {**part, "state": "approval-requested", "approval": approval}
@@ -146,13 +146,13 @@ def _open_part(call: ToolCallPart, open_call: CallJSON, turn: _Turn) -> Part:
         if open_call["deferred"]:
             # The client's own answer, types kept: restating it must match what was accepted.
             if "error" in entry:
-                part.update(state="output-error", errorText=entry["error"])
+                part.update({"state": "output-error", "errorText": entry["error"]})
             else:
-                part.update(state="output-available", output=entry["result"])
+                part.update({"state": "output-available", "output": entry["result"]})
         elif info.is_error:
-            part.update(state="output-error", errorText=info.result or "")
+            part.update({"state": "output-error", "errorText": info.result or ""})
         else:
-            part.update(state="output-available", output=info.result or "")
+            part.update({"state": "output-available", "output": info.result or ""})
         if info.approval == "approved":
             part["approval"] = _approval(call.id, True)
         return part
@@ -163,8 +163,8 @@ def _open_part(call: ToolCallPart, open_call: CallJSON, turn: _Turn) -> Part:
     return {**part, "state": "input-streaming"}  # previewed, not handed to anyone yet
 
 
-def _approval(call_id: str, approved: bool, reason: str | None = None) -> dict[str, Any]:
-    approval: dict[str, Any] = {"id": call_id, "approved": approved}
+def _approval(call_id: str, approved: bool, reason: str | None = None) -> ApprovalJSON:
+    approval: ApprovalJSON = {"id": call_id, "approved": approved}
     if reason:
         approval["reason"] = reason
     return approval

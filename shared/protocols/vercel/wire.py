@@ -1,0 +1,38 @@
+"""``UIMessage`` shapes of the Vercel AI SDK (``ai`` 7), as ``GET /api/chat/<id>`` returns
+them and ``useChat`` reads them: the subset of part fields relayline produces."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from shared.jsonutil import JSONObject
+
+
+class ApprovalJSON(TypedDict):
+    """A tool part's ``approval``: requested (``id`` only, maybe a reason) or answered."""
+
+    id: str
+    approved: NotRequired[bool]
+    reason: NotRequired[str]
+    requestReason: NotRequired[str]
+
+
+class UIPartJSON(TypedDict, total=False):
+    """One part of a UI message: ``text``, ``reasoning``, ``step-start`` or
+    ``tool-<name>`` (a call, with its ``state`` and whatever that state carries)."""
+
+    type: str
+    id: str
+    text: str
+    state: str
+    toolCallId: str
+    input: JSONObject
+    output: Any
+    errorText: str
+    approval: ApprovalJSON
+
+
+class UIMessageJSON(TypedDict):
+    id: str
+    role: Literal["user", "assistant", "system"]
+    parts: list[UIPartJSON]
