@@ -1,5 +1,6 @@
 """AbstractChannel: the envelope, fragmentation, batching and failure policy every push
-transport shares (reference sections 2.4, 2.5), and CallbackChannel, the smallest one.
+transport shares (docs/reference/neuron-streaming-spec.md sections 2.4, 2.5), and
+CallbackChannel, the smallest one.
 
 A transport implements ``deliver(batch)`` and overrides only the hooks it needs:
 
