@@ -53,12 +53,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from shared.events import ProtocolEvent
-
-if TYPE_CHECKING:
-    from shared.agent.spec import RunState
+from shared.run_state import RunState
 
 logger = logging.getLogger("relayline.channel")
 

@@ -1,12 +1,13 @@
-"""What an agent is (AgentSpec) and where a run ended up (RunState)."""
+"""What an agent is (AgentSpec) and where a run ended up (RunState, re-exported from
+``shared.run_state``)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
 
-from shared.interrupts import InterruptRequest
 from shared.providers.base import Provider
+from shared.run_state import RunState
 from shared.tools import AnyTool, FrontendTool, Tool
 
 
@@ -48,15 +49,4 @@ class AgentSpec:
         return found
 
 
-@dataclasses.dataclass(frozen=True)
-class RunState:
-    """Where a run stands after a segment: ``completed``, ``suspended`` or ``failed``
-    (``running`` only when inspected while another process executes it)."""
-
-    thread_id: str
-    run_id: str
-    status: str
-    attempt: int
-    interrupt: InterruptRequest | None = None
-    message: str | None = None
-    error: str | None = None
+__all__ = ["AgentSpec", "RunState"]

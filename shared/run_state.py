@@ -1,0 +1,24 @@
+"""Where a run stands after a segment: what ``Agent.run`` returns and what a channel's
+terminal receives. Kept below the agent so the channel contract (``shared.delivery``)
+names it without importing the agent package."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from shared.interrupts import InterruptRequest
+from shared.records import RunStatus
+
+
+@dataclasses.dataclass(frozen=True)
+class RunState:
+    """Where a run stands after a segment: ``completed``, ``suspended`` or ``failed``
+    (``running`` only when inspected while another process executes it)."""
+
+    thread_id: str
+    run_id: str
+    status: RunStatus
+    attempt: int
+    interrupt: InterruptRequest | None = None
+    message: str | None = None
+    error: str | None = None
