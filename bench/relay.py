@@ -28,8 +28,9 @@ workers over N processes, ``--web-workers N`` is an experiment (part 3 on N guni
 workers instead of web_command's one), labelled as such in the summary.
 
 Redis: tests.support.redis_server (local 127.0.0.1:6379, else an embedded one),
-database 15, flushed before and after. Every process started here is stopped by PID.
-Prints a table; exits 0 whatever it measured (a measurement, not a test).
+database 15 (BENCH_DB, which the tests never hand out) held through the tests'
+RedisDatabases: empty at the start, flushed after. Every process started here is
+stopped by PID. Prints a table; exits 0 whatever it measured (a measurement, not a test).
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ from relayline.cli import web_command
 from shared.events import ProtocolEvent
 
 ROOT = Path(__file__).resolve().parents[1]
-DB = 15
 TICK = "bench.tick"
 RELAY_APP = "bench.relay_app:app"
 PRODUCTION_APP = "web.wsgi:app"
@@ -254,17 +254,10 @@ def gunicorn(
 
 @contextlib.contextmanager
 def redis_database() -> Iterator[str]:
-    from tests.support.redis_server import redis_server
+    from tests.support.redis_server import BENCH_DB, RedisDatabases, redis_server
 
-    with redis_server() as base:
-        url = f"{base}/{DB}"
-        client = redis.Redis.from_url(url)
-        client.flushdb()
-        try:
-            yield url
-        finally:
-            client.flushdb()
-            client.close()
+    with redis_server() as base, RedisDatabases(base, [BENCH_DB]).database("bench") as url:
+        yield url
 
 
 def relay_env(redis_url: str) -> dict[str, str]:

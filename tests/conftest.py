@@ -6,6 +6,8 @@ import pytest
 
 from shared.persistence import Store
 from tests.support.postgres import fresh_database, postgres_server
+from tests.support.redis_server import RedisDatabases, redis_server
+from tests.support.vercel import VercelSchema, vercel_schema_checker
 
 
 @pytest.fixture(scope="session")
@@ -41,29 +43,27 @@ def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     built.dispose()
 
 
-# Redis database numbers, one owner each (suites that run their own Celery workers must
-# not share a broker database, or one suite's worker takes another's tasks):
-#   4 push delivery, 5 Vercel contract, 6 CopilotKit contract, 7 lm-ag-ui contract,
-#   8 demo page over push, 9 the redis_url fixture, 10-12 and 14 pipeline stacks,
-#   13 demo page, 15 AG-UI contract (and bench/relay.py outside the tests).
+@pytest.fixture(scope="session")
+def vercel_schema() -> VercelSchema:
+    """The ``ai`` package's checker (Node.js), for every suite that checks Vercel streams."""
+    return vercel_schema_checker()
 
 
 @pytest.fixture(scope="session")
 def redis_base_url() -> Iterator[str]:
-    from tests.support.redis_server import redis_server
-
     with redis_server() as url:
         yield url
 
 
-@pytest.fixture
-def redis_url(redis_base_url: str) -> Iterator[str]:
-    """A Redis URL on database 9, flushed before and after the test."""
-    import redis
+@pytest.fixture(scope="session")
+def redis_databases(redis_base_url: str) -> RedisDatabases:
+    """Database numbers of the test server, one holder each: every stack that runs Celery
+    workers takes its broker database here (``with redis_databases.database(...)``)."""
+    return RedisDatabases(redis_base_url)
 
-    url = f"{redis_base_url}/9"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url
-    client.flushdb()
-    client.close()
+
+@pytest.fixture
+def redis_url(redis_databases: RedisDatabases, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A Redis database of this test's own, empty at the start and flushed at the end."""
+    with redis_databases.database(request.node.nodeid) as url:
+        yield url

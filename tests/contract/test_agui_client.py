@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import install_node_packages, run_node_tests
+from tests.support.node_suites import install_node_packages, run_node_tests
+from tests.support.redis_server import RedisDatabases
 from tests.support.stack import Worker, fresh_env, running_stack
 
 pytestmark = pytest.mark.integration
 
 AGUI_DIR = Path(__file__).parent / "agui"
-#: the Redis database of this stack's broker; other suites use 9-14
-REDIS_DB = 15
 #: seconds the whole Node suite may take (it runs on a loaded 2-core machine at times)
 SUITE_TIMEOUT = 780.0
 
@@ -103,13 +102,17 @@ def agui_packages(node: str) -> Path:
 
 @pytest.fixture(scope="module")
 def contract_stack(
-    tmp_path_factory: pytest.TempPathFactory, redis_base_url: str
+    tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases
 ) -> Iterator[ContractStack]:
     counts = tmp_path_factory.mktemp("agui-contract")
+    with redis_databases.database("AG-UI contract stack") as redis_url:
+        yield from _contract_stack(counts, redis_url)
+
+
+def _contract_stack(counts: Path, redis_url: str) -> Iterator[ContractStack]:
     env = fresh_env(
         counts,
-        redis_base_url,
-        REDIS_DB,
+        redis_url,
         RELAYLINE_AGENT="tests.support.agents_contract:contract_spec",
         RELAYLINE_AGENTS="broken=tests.support.agents_contract:broken_spec",
     )

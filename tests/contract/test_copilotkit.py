@@ -15,16 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
-from tests.contract.conftest import install_node_packages, run_node_tests
+from tests.support.node_suites import install_node_packages, run_node_tests
+from tests.support.redis_server import RedisDatabases
 from tests.support.stack import fresh_env, running_stack
 
 pytestmark = pytest.mark.integration
 
 COPILOTKIT_DIR = Path(__file__).parent / "copilotkit"
-#: the Redis database of this stack's broker
-REDIS_DB = 6
 #: seconds the whole Node suite may take (it runs on a loaded 2-core machine at times)
 SUITE_TIMEOUT = 600.0
 #: CopilotKit phones home unless told not to; the runtime and the page both read these
@@ -39,23 +37,18 @@ def copilotkit_packages(node: str) -> Path:
 
 @pytest.fixture(scope="module")
 def copilotkit_stack(
-    tmp_path_factory: pytest.TempPathFactory, redis_base_url: str
+    tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases
 ) -> Iterator[tuple[str, Path]]:
     """The stack's base URL and the directory of the test agent's logs."""
     counts = tmp_path_factory.mktemp("copilotkit-contract")
-    env = fresh_env(
-        counts,
-        redis_base_url,
-        REDIS_DB,
-        RELAYLINE_AGENT="tests.contract.copilotkit_agent:copilotkit_spec",
-    )
-    redis_url = f"{redis_base_url}/{REDIS_DB}"
-    try:
+    with redis_databases.database("CopilotKit contract stack") as redis_url:
+        env = fresh_env(
+            counts,
+            redis_url,
+            RELAYLINE_AGENT="tests.contract.copilotkit_agent:copilotkit_spec",
+        )
         with running_stack(env, workers=1) as (web, _workers):
             yield web.url, counts
-    finally:
-        with redis.Redis.from_url(redis_url) as client:
-            client.flushdb()
 
 
 @pytest.mark.timeout(SUITE_TIMEOUT + 120)

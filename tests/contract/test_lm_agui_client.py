@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import install_node_packages, run_node_tests
+from tests.support.node_suites import install_node_packages, run_node_tests
+from tests.support.redis_server import RedisDatabases
 from tests.support.stack import fresh_env, running_stack
 
 pytestmark = pytest.mark.integration
@@ -24,8 +25,6 @@ pytestmark = pytest.mark.integration
 LM_AGUI_DIR = Path(__file__).parent / "lm-agui"
 #: the named agent the suite talks to
 AGENT_ID = "lm"
-#: the Redis database of this stack's broker (other suites use 9-15)
-REDIS_DB = 7
 #: seconds the whole Node suite may take (the machine is sometimes loaded)
 SUITE_TIMEOUT = 600.0
 
@@ -43,16 +42,18 @@ def lm_agui_packages(node: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def lm_stack(tmp_path_factory: pytest.TempPathFactory, redis_base_url: str) -> Iterator[LmStack]:
+def lm_stack(
+    tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases
+) -> Iterator[LmStack]:
     counts = tmp_path_factory.mktemp("lm-agui-contract")
-    env = fresh_env(
-        counts,
-        redis_base_url,
-        REDIS_DB,
-        RELAYLINE_AGENTS=f"{AGENT_ID}=tests.contract.lm_agui_agent:lm_spec",
-    )
-    with running_stack(env, workers=1) as (web, _workers):
-        yield LmStack(web.url, counts)
+    with redis_databases.database("lm-ag-ui contract stack") as redis_url:
+        env = fresh_env(
+            counts,
+            redis_url,
+            RELAYLINE_AGENTS=f"{AGENT_ID}=tests.contract.lm_agui_agent:lm_spec",
+        )
+        with running_stack(env, workers=1) as (web, _workers):
+            yield LmStack(web.url, counts)
 
 
 @pytest.mark.timeout(SUITE_TIMEOUT + 120)

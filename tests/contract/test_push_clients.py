@@ -8,9 +8,9 @@ and feeds the protocol stream to the official ``@ag-ui/client`` and ``ai`` clien
 agent (:mod:`tests.contract.push_agent`) answers with about 30 kB of mixed-script
 Unicode, so every text event is fragmented on the way.
 
-This module starts a real soketi and a real Mercure hub, then one stack at a time on
-Redis database 3 (plain Pusher and Mercure; then Pusher with an encryption master key,
-where the channel is ``private-encrypted-``), and requires every Node test to pass.
+This module starts a real soketi and a real Mercure hub, then one stack at a time (plain
+Pusher and Mercure; then Pusher with an encryption master key, where the channel is
+``private-encrypted-``), and requires every Node test to pass.
 """
 
 from __future__ import annotations
@@ -24,17 +24,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import install_node_packages, run_node_tests
 from tests.contract.push_agent import LONG_ANSWER
 from tests.support.mercure_hub import MercureHub, mercure_hub
+from tests.support.node_suites import install_node_packages, run_node_tests
 from tests.support.push_stack import PUSHER_CLIENT, push_stack
+from tests.support.redis_server import RedisDatabases
 from tests.support.soketi import Soketi, ensure_node_modules, soketi_server
 
 pytestmark = pytest.mark.integration
 
 PUSH_DIR = Path(__file__).parent / "push"
-#: the Redis database of this module's stacks (one at a time); other suites use others
-REDIS_DB = 3
 #: seconds one run of the Node suite may take
 SUITE_TIMEOUT = 600.0
 AGENT = "tests.contract.push_agent:push_spec"
@@ -91,14 +90,13 @@ def test_official_clients_read_pushed_turns(
     soketi: Soketi,
     hub: MercureHub,
     answer_file: Path,
-    redis_base_url: str,
+    redis_databases: RedisDatabases,
     tmp_path: Path,
 ) -> None:
     master_key = base64.b64encode(os.urandom(32)).decode() if scenario.encrypted else None
     with push_stack(
         tmp_path,
-        redis_base_url,
-        REDIS_DB,
+        redis_databases,
         soketi=soketi,
         hub=None if scenario.encrypted else hub,
         master_key=master_key,

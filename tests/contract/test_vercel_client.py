@@ -22,7 +22,8 @@ from werkzeug.middleware.shared_data import SharedDataMiddleware
 from werkzeug.serving import make_server
 
 from shared.settings import Settings
-from tests.contract.conftest import NPM_CI_TIMEOUT, install_node_packages, run_node_tests
+from tests.support.node_suites import NPM_CI_TIMEOUT, install_node_packages, run_node_tests
+from tests.support.redis_server import RedisDatabases
 from tests.support.stack import Worker, fresh_env
 from web import create_app
 
@@ -35,8 +36,6 @@ PAGE_SOURCES = ("index.html", "vite.config.js", "package-lock.json", "src")
 #: where the web app's server mounts the built page
 PAGE_PATH = "/contract-page"
 CHROMIUM = Path("/usr/bin/chromium")
-#: the Redis database of this stack's broker; other suites use other numbers
-REDIS_DB = 5
 #: seconds the Vite build and the whole Node suite may take (the CPU is loaded at times)
 BUILD_TIMEOUT = 180.0
 SUITE_TIMEOUT = 780.0
@@ -111,18 +110,19 @@ def vercel_page(node: str) -> Path:
 
 @pytest.fixture(scope="module")
 def contract_stack(
-    tmp_path_factory: pytest.TempPathFactory, redis_base_url: str, vercel_page: Path
+    tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases, vercel_page: Path
 ) -> Iterator[ContractStack]:
     counts = tmp_path_factory.mktemp("vercel-contract")
-    env = fresh_env(
-        counts, redis_base_url, REDIS_DB, RELAYLINE_AGENT="tests.contract.vercel_agent:vercel_spec"
-    )
-    worker = Worker(env, "vercel-w0")
-    try:
-        with web_with_page(env, vercel_page) as base_url:
-            yield ContractStack(base_url, f"{base_url}{PAGE_PATH}/index.html", counts)
-    finally:
-        worker.stop()
+    with redis_databases.database("Vercel contract stack") as redis_url:
+        env = fresh_env(
+            counts, redis_url, RELAYLINE_AGENT="tests.contract.vercel_agent:vercel_spec"
+        )
+        worker = Worker(env, "vercel-w0")
+        try:
+            with web_with_page(env, vercel_page) as base_url:
+                yield ContractStack(base_url, f"{base_url}{PAGE_PATH}/index.html", counts)
+        finally:
+            worker.stop()
 
 
 @pytest.mark.timeout(NPM_CI_TIMEOUT + BUILD_TIMEOUT + SUITE_TIMEOUT + 120)

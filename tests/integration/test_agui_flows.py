@@ -23,7 +23,7 @@ from shared.messages import Message
 from shared.persistence import Store
 from shared.translators import AGUIInputTranslator
 from tests.support.agents import build_spec, count
-from tests.unit.test_agui_adapter import (
+from tests.support.agui import (
     Wire,
     as_client_holds,
     fold,

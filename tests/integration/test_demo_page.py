@@ -19,7 +19,8 @@ import requests
 from shared.ids import THREAD_ID_PATTERN
 from shared.persistence import Store
 from tests.support.mercure_hub import MercureHub, mercure_hub
-from tests.support.push_stack import DEMO_PUSH_DB, PushStack, push_stack
+from tests.support.push_stack import PushStack, push_stack
+from tests.support.redis_server import RedisDatabases
 from tests.support.soketi import Soketi, soketi_server
 from tests.support.stack import running_stack, stack_env
 
@@ -32,21 +33,20 @@ VENDORED_PUSHER = "/demo/static/vendor/pusher-with-encryption.min.js"
 
 
 @pytest.fixture(scope="module")
-def demo_stack(tmp_path_factory: pytest.TempPathFactory, redis_base_url: str) -> Iterator[str]:
+def demo_stack(
+    tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases
+) -> Iterator[str]:
     """The stack serving the demo agent; yields the base URL of the web app."""
-    import redis
-
     workdir = tmp_path_factory.mktemp("demo")
     database_url = f"sqlite:///{workdir / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/13"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
     Store(database_url).dispose()  # migrate before the worker touches the database
-    env = {**stack_env(redis_url, database_url, workdir), "RELAYLINE_AGENT": "relayline.demo:build"}
-    with running_stack(env, workers=1) as (web, _workers):
-        yield web.url
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
+    with redis_databases.database("demo page stack") as redis_url:
+        env = {
+            **stack_env(redis_url, database_url, workdir),
+            "RELAYLINE_AGENT": "relayline.demo:build",
+        }
+        with running_stack(env, workers=1) as (web, _workers):
+            yield web.url
 
 
 @pytest.fixture(scope="module")
@@ -161,15 +161,14 @@ def hub() -> Iterator[MercureHub]:
 @pytest.fixture(scope="module")
 def push_demo_stack(
     tmp_path_factory: pytest.TempPathFactory,
-    redis_base_url: str,
+    redis_databases: RedisDatabases,
     soketi: Soketi,
     hub: MercureHub,
 ) -> Iterator[PushStack]:
     """The demo agent on a stack that also offers Pusher and Mercure delivery."""
     with push_stack(
         tmp_path_factory.mktemp("demo-push"),
-        redis_base_url,
-        DEMO_PUSH_DB,
+        redis_databases,
         soketi=soketi,
         hub=hub,
         RELAYLINE_AGENT="relayline.demo:build",

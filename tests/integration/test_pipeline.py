@@ -16,6 +16,7 @@ import requests
 from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.postgres import fresh_database
+from tests.support.redis_server import RedisDatabases
 from tests.support.stack import WebServer, Worker, fresh_env, running_stack, stack_env
 
 pytestmark = pytest.mark.integration
@@ -60,25 +61,19 @@ class Stack:
 def stack(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
-    redis_base_url: str,
+    redis_databases: RedisDatabases,
 ) -> Iterator[Stack]:
     counts = tmp_path_factory.mktemp("counts")
-    if request.param == "sqlite":
-        database_urls: Iterator[str] = iter([f"sqlite:///{counts / 'db.sqlite'}"])
-        yield from _stack(database_urls, counts, redis_base_url)
-    else:
-        admin = request.getfixturevalue("postgres_admin_url")
-        with fresh_database(admin) as url:
-            yield from _stack(iter([url]), counts, redis_base_url)
+    with redis_databases.database(f"pipeline stack ({request.param})") as redis_url:
+        if request.param == "sqlite":
+            yield from _stack(f"sqlite:///{counts / 'db.sqlite'}", counts, redis_url)
+        else:
+            admin = request.getfixturevalue("postgres_admin_url")
+            with fresh_database(admin) as url:
+                yield from _stack(url, counts, redis_url)
 
 
-def _stack(database_urls: Iterator[str], counts: Path, redis_base_url: str) -> Iterator[Stack]:
-    import redis
-
-    database_url = next(database_urls)
-    redis_url = f"{redis_base_url}/10"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
+def _stack(database_url: str, counts: Path, redis_url: str) -> Iterator[Stack]:
     Store(database_url).dispose()  # migrate before any worker touches the database
     with running_stack(stack_env(redis_url, database_url, counts), workers=1) as (web, workers):
         yield Stack(web, workers, counts, database_url)
@@ -86,12 +81,14 @@ def _stack(database_urls: Iterator[str], counts: Path, redis_base_url: str) -> I
 
 @contextmanager
 def own_stack(
-    tmp_path: Path, redis_base_url: str, db: int, workers: int = 1, **env: str
+    tmp_path: Path, redis_databases: RedisDatabases, workers: int = 1, **env: str
 ) -> Iterator[Stack]:
-    """A stack of its own (for tests that change the workers' environment)."""
-    full_env = fresh_env(tmp_path, redis_base_url, db, **env)
-    with running_stack(full_env, workers=workers) as (web, started):
-        yield Stack(web, started, tmp_path, full_env["DATABASE_URL"])
+    """A stack of its own (for tests that change the workers' environment), on a Redis
+    database apart from the module's stack."""
+    with redis_databases.database(f"pipeline own stack {tmp_path.name}") as redis_url:
+        full_env = fresh_env(tmp_path, redis_url, **env)
+        with running_stack(full_env, workers=workers) as (web, started):
+            yield Stack(web, started, tmp_path, full_env["DATABASE_URL"])
 
 
 def agui_body(thread: str, run: str, messages: list[Any], **extra: Any) -> dict[str, Any]:
@@ -193,11 +190,11 @@ def test_refusals_come_before_any_header(stack: Stack) -> None:
 
 
 def test_worker_killed_after_a_backend_tool_is_redelivered_without_rerunning_it(
-    tmp_path: Path, redis_base_url: str
+    tmp_path: Path, redis_databases: RedisDatabases
 ) -> None:
     # The second model call SIGKILLs the pool process: the weather tool ran and was
     # checkpointed just before.
-    with own_stack(tmp_path, redis_base_url, 11, RELAYLINE_TEST_SIGKILL_ON_CALL="2") as stack:
+    with own_stack(tmp_path, redis_databases, RELAYLINE_TEST_SIGKILL_ON_CALL="2") as stack:
         user = {"id": "u-k1", "role": "user", "content": "Weather please"}
         events = stack.sse("/agui", agui_body("k-1", "r1", [user]))
         assert count(tmp_path, "killed") == 1
@@ -217,9 +214,9 @@ def test_worker_killed_after_a_backend_tool_is_redelivered_without_rerunning_it(
 
 
 def test_frontend_wait_deadline_is_settled_by_a_scheduled_task(
-    tmp_path: Path, redis_base_url: str
+    tmp_path: Path, redis_databases: RedisDatabases
 ) -> None:
-    with own_stack(tmp_path, redis_base_url, 12, RELAYLINE_TEST_WAIT_TIMEOUT="1") as stack:
+    with own_stack(tmp_path, redis_databases, RELAYLINE_TEST_WAIT_TIMEOUT="1") as stack:
         events = stack.sse("/api/threads/x-1/messages", {"content": "What is the title?"})
         assert events[-1]["type"] == "interrupt"
         assert events[-1]["request"]["expiresAt"] is not None
@@ -237,13 +234,13 @@ def test_frontend_wait_deadline_is_settled_by_a_scheduled_task(
 
 
 def test_two_workers_serve_turns_of_different_threads_at_once(
-    tmp_path: Path, redis_base_url: str
+    tmp_path: Path, redis_databases: RedisDatabases
 ) -> None:
     """Each turn's tool waits for the other turn's tool: both finish only in parallel."""
     import concurrent.futures
 
     with (
-        own_stack(tmp_path, redis_base_url, 14, workers=2) as stack,
+        own_stack(tmp_path, redis_databases, workers=2) as stack,
         concurrent.futures.ThreadPoolExecutor(2) as pool,
     ):
         turns = [
@@ -270,21 +267,24 @@ def test_a_client_that_disconnects_stops_only_the_relay(stack: Stack) -> None:
     assert text == "One slow answer. " * 12
 
 
-def test_heartbeats_keep_a_silent_relay_alive(tmp_path: Path, redis_base_url: str) -> None:
-    env = fresh_env(tmp_path, redis_base_url, 14)
-    worker = Worker(env, "hb")
-    web = WebServer(env, {"RELAYLINE_HEARTBEAT_SECONDS": 0.1})
-    try:
-        response = requests.post(
-            web.url + "/api/threads/h-1/messages",
-            json={"content": "pause please"},
-            stream=True,
-            timeout=30,
-        )
-        lines = list(response.iter_lines(decode_unicode=True))
-    finally:
-        web.stop()
-        worker.stop()
+def test_heartbeats_keep_a_silent_relay_alive(
+    tmp_path: Path, redis_databases: RedisDatabases
+) -> None:
+    with redis_databases.database("pipeline heartbeats stack") as redis_url:
+        env = fresh_env(tmp_path, redis_url)
+        worker = Worker(env, "hb")
+        web = WebServer(env, {"RELAYLINE_HEARTBEAT_SECONDS": 0.1})
+        try:
+            response = requests.post(
+                web.url + "/api/threads/h-1/messages",
+                json={"content": "pause please"},
+                stream=True,
+                timeout=30,
+            )
+            lines = list(response.iter_lines(decode_unicode=True))
+        finally:
+            web.stop()
+            worker.stop()
     # The model is silent for 0.7 s: comment heartbeats fill the gap, then the answer.
     assert lines.count(": keep-alive") >= 2
     text = "".join(

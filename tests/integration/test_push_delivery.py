@@ -30,7 +30,6 @@ from tests.support.mercure_hub import MercureHub, mercure_hub
 from tests.support.mercure_sse import publish
 from tests.support.push_stack import (
     PUBLIC_URL,
-    PUSH_DELIVERY_DB,
     PUSHER_CLIENT,
     MercureListener,
     PusherListener,
@@ -41,6 +40,7 @@ from tests.support.push_stack import (
     shape,
     text,
 )
+from tests.support.redis_server import RedisDatabases
 from tests.support.soketi import Soketi, ensure_node_modules, soketi_server
 
 pytestmark = pytest.mark.integration
@@ -55,9 +55,9 @@ TEXT = {"native": ("text",), "agui": ("TEXT_MESSAGE_CONTENT",), "vercel": ("text
 # ---------------------------------------------------------------------------------------
 # Servers and stacks
 #
-# Each test class has a stack of its own (class-scoped fixtures) on this module's one
-# Redis database: started when the class begins and stopped when it ends, stacks never
-# overlap, so no worker takes another stack's tasks from the broker.
+# Each test class has a stack of its own (class-scoped fixtures), started when the class
+# begins and stopped when it ends, on a Redis database it holds meanwhile: no worker
+# takes another stack's tasks from the broker.
 # ---------------------------------------------------------------------------------------
 
 
@@ -77,32 +77,30 @@ def hub() -> Iterator[MercureHub]:
 @pytest.fixture(scope="class")
 def stack(
     tmp_path_factory: pytest.TempPathFactory,
-    redis_base_url: str,
+    redis_databases: RedisDatabases,
     soketi: Soketi,
     hub: MercureHub,
 ) -> Iterator[PushStack]:
     """Pusher (``private-thread-<id>``) and Mercure, no authentication."""
     folder = tmp_path_factory.mktemp("push-plain")
-    with push_stack(folder, redis_base_url, PUSH_DELIVERY_DB, soketi=soketi, hub=hub) as running:
+    with push_stack(folder, redis_databases, soketi=soketi, hub=hub) as running:
         yield running
 
 
 @pytest.fixture(scope="class")
 def encrypted_stack(
-    tmp_path_factory: pytest.TempPathFactory, redis_base_url: str, soketi: Soketi
+    tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases, soketi: Soketi
 ) -> Iterator[PushStack]:
     """Pusher with a master key (``private-encrypted-thread-<id>``), no Mercure."""
     folder = tmp_path_factory.mktemp("push-encrypted")
-    with push_stack(
-        folder, redis_base_url, PUSH_DELIVERY_DB, soketi=soketi, master_key=MASTER_KEY
-    ) as running:
+    with push_stack(folder, redis_databases, soketi=soketi, master_key=MASTER_KEY) as running:
         yield running
 
 
 @pytest.fixture(scope="class")
 def token_stack(
     tmp_path_factory: pytest.TempPathFactory,
-    redis_base_url: str,
+    redis_databases: RedisDatabases,
     soketi: Soketi,
     hub: MercureHub,
 ) -> Iterator[PushStack]:
@@ -110,8 +108,7 @@ def token_stack(
     folder = tmp_path_factory.mktemp("push-token")
     with push_stack(
         folder,
-        redis_base_url,
-        PUSH_DELIVERY_DB,
+        redis_databases,
         soketi=soketi,
         hub=hub,
         RELAYLINE_AUTH="token",
@@ -122,11 +119,11 @@ def token_stack(
 
 @pytest.fixture(scope="class")
 def bare_stack(
-    tmp_path_factory: pytest.TempPathFactory, redis_base_url: str
+    tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases
 ) -> Iterator[PushStack]:
     """Neither Pusher nor Mercure configured: relay is all this server can do."""
     folder = tmp_path_factory.mktemp("push-bare")
-    with push_stack(folder, redis_base_url, PUSH_DELIVERY_DB) as running:
+    with push_stack(folder, redis_databases) as running:
         yield running
 
 

@@ -21,16 +21,11 @@ from shared.persistence import Store
 from shared.tools import AnyTool
 from shared.translators import VercelAIInputTranslator
 from tests.support.agents import build_spec, count
-from tests.unit.test_vercel_adapter import ChatClient, VercelSchema, vercel_schema_checker
+from tests.support.vercel import ChatClient, VercelSchema
 
 pytestmark = pytest.mark.integration
 
 TRANSLATE = VercelAIInputTranslator()
-
-
-@pytest.fixture(scope="session")
-def vercel_schema() -> VercelSchema:
-    return vercel_schema_checker()
 
 
 class Process:

@@ -33,16 +33,11 @@ from channels import Consumer, Envelope
 from tests.support.mercure_hub import MercureHub
 from tests.support.mercure_sse import HubSubscription
 from tests.support.pusher_js import PusherJs
+from tests.support.redis_server import RedisDatabases
 from tests.support.soketi import NODE, Soketi
 from tests.support.stack import WebServer, Worker, running_stack, stack_env
 
 PUSHER_CLIENT = NODE / "pusher-client"
-#: Redis databases of the push suites. Suites that run at the same time on one Redis
-#: must not share a database (a worker would take another stack's tasks); these are
-#: apart from the other suites' (conftest 9, pipeline 10-12 and 14, demo 13, contract
-#: 3 and 5-7 and 15).
-PUSH_DELIVERY_DB = 4
-DEMO_PUSH_DB = 8
 #: generous bounds for a loaded machine: a wait that runs out is a failure, never a pause
 TIMEOUT = 60.0
 #: where threads' Mercure topics live (``<RELAYLINE_PUBLIC_URL>/threads/<id>``)
@@ -163,35 +158,26 @@ class PushStack:
 @contextmanager
 def push_stack(
     tmp_path: Path,
-    redis_base_url: str,
-    db: int,
+    redis_databases: RedisDatabases,
     *,
     soketi: Soketi | None = None,
     hub: MercureHub | None = None,
     master_key: str | None = None,
     **env: str,
 ) -> Iterator[PushStack]:
-    """A stack of its own on Redis database ``db`` (flushed before and after)."""
-    import redis
-
+    """A stack of its own, on a Redis database it holds while it runs."""
     from shared.persistence import Store
 
     database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/{db}"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
     Store(database_url).dispose()  # migrate before any worker touches the database
-    full_env = {
-        **stack_env(redis_url, database_url, tmp_path),
-        **push_env(soketi, hub, master_key=master_key),
-        **env,
-    }
-    try:
+    with redis_databases.database(f"push stack {tmp_path.name}") as redis_url:
+        full_env = {
+            **stack_env(redis_url, database_url, tmp_path),
+            **push_env(soketi, hub, master_key=master_key),
+            **env,
+        }
         with running_stack(full_env, workers=1) as (web, workers):
             yield PushStack(web, workers, tmp_path, soketi, hub)
-    finally:
-        with redis.Redis.from_url(redis_url) as client:
-            client.flushdb()
 
 
 # ---------------------------------------------------------------------------------------

@@ -125,16 +125,11 @@ def running_stack(
             worker.stop()
 
 
-def fresh_env(counts: Path, redis_base_url: str, redis_db: int, **extra: str) -> dict[str, str]:
+def fresh_env(counts: Path, redis_url: str, **extra: str) -> dict[str, str]:
     """A stack environment on an empty SQLite file (migrated before any worker touches
-    it) and an emptied Redis database ``redis_db`` that this stack alone uses."""
-    import redis
-
+    it) and the Redis database ``redis_url`` that this stack alone holds."""
     from shared.persistence import Store
 
     database_url = f"sqlite:///{counts / 'db.sqlite'}"
-    redis_url = f"{redis_base_url}/{redis_db}"
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushdb()
     Store(database_url).dispose()
     return {**stack_env(redis_url, database_url, counts), **extra}

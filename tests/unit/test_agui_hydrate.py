@@ -12,7 +12,7 @@ from shared.persistence import Store
 from shared.protocols.agui.hydrate import hydrate
 from shared.translators import AGUIInputTranslator
 from tests.support.agents import build_spec
-from tests.unit.test_agui_adapter import (
+from tests.support.agui import (
     approval_spec,
     approve,
     as_client_holds,

@@ -11,8 +11,6 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from shared.adapters import ui_messages
 from shared.agent import Agent, AgentSpec, FrontendTool, tool
 from shared.batch import rejection_text
@@ -21,18 +19,12 @@ from shared.messages import Message, ToolCallPart, ToolResultPart
 from shared.persistence import Store
 from shared.translators import VercelAIInputTranslator
 from tests.support.agents import build_spec
-from tests.unit.test_vercel_adapter import (
+from tests.support.vercel import (
     ChatClient,
     VercelSchema,
     scripted,
     vercel_agent,
-    vercel_schema_checker,
 )
-
-
-@pytest.fixture(scope="session")
-def vercel_schema() -> VercelSchema:
-    return vercel_schema_checker()
 
 
 def reload(agent: Agent, schema: VercelSchema, **options: Any) -> list[dict[str, Any]]:
