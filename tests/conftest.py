@@ -5,8 +5,11 @@ from collections.abc import Iterator
 import pytest
 
 from shared.persistence import Store
+from tests.support.mercure_hub import MercureHub, mercure_hub
 from tests.support.postgres import fresh_database, postgres_server
+from tests.support.pusher_js import CLIENT as PUSHER_CLIENT
 from tests.support.redis_server import RedisDatabases, redis_server
+from tests.support.soketi import Soketi, ensure_node_modules, soketi_server
 from tests.support.vercel import VercelSchema, vercel_schema_checker
 
 
@@ -67,3 +70,20 @@ def redis_url(redis_databases: RedisDatabases, request: pytest.FixtureRequest) -
     """A Redis database of this test's own, empty at the start and flushed at the end."""
     with redis_databases.database(request.node.nodeid) as url:
         yield url
+
+
+# One soketi and one Mercure hub for the whole session, shared by every suite: each test
+# uses channels and topics named after its own threads, so none reads another's.
+
+
+@pytest.fixture(scope="session")
+def soketi() -> Iterator[Soketi]:
+    ensure_node_modules(PUSHER_CLIENT)  # the pusher-js client the suites read it with
+    with soketi_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def hub() -> Iterator[MercureHub]:
+    with mercure_hub() as running:
+        yield running

@@ -8,9 +8,9 @@ and feeds the protocol stream to the official ``@ag-ui/client`` and ``ai`` clien
 agent (:mod:`tests.contract.push_agent`) answers with about 30 kB of mixed-script
 Unicode, so every text event is fragmented on the way.
 
-This module starts a real soketi and a real Mercure hub, then one stack at a time (plain
-Pusher and Mercure; then Pusher with an encryption master key, where the channel is
-``private-encrypted-``), and requires every Node test to pass.
+On the session's real soketi and real Mercure hub, this module starts one stack at a
+time (plain Pusher and Mercure; then Pusher with an encryption master key, where the
+channel is ``private-encrypted-``), and requires every Node test to pass.
 """
 
 from __future__ import annotations
@@ -19,17 +19,16 @@ import base64
 import dataclasses
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.contract.push_agent import LONG_ANSWER
-from tests.support.mercure_hub import MercureHub, mercure_hub
+from tests.support.mercure_hub import MercureHub
 from tests.support.node_suites import install_node_packages, run_node_tests
-from tests.support.push_stack import PUSHER_CLIENT, push_stack
+from tests.support.push_stack import push_stack
 from tests.support.redis_server import RedisDatabases
-from tests.support.soketi import Soketi, ensure_node_modules, soketi_server
+from tests.support.soketi import Soketi
 
 pytestmark = pytest.mark.integration
 
@@ -59,19 +58,6 @@ TESTS_PER_DELIVERY = 2
 def push_packages(node: str) -> Path:
     install_node_packages(PUSH_DIR)
     return PUSH_DIR
-
-
-@pytest.fixture(scope="module")
-def soketi() -> Iterator[Soketi]:
-    ensure_node_modules(PUSHER_CLIENT)
-    with soketi_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def hub() -> Iterator[MercureHub]:
-    with mercure_hub() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

@@ -18,10 +18,10 @@ import requests
 
 from shared.ids import THREAD_ID_PATTERN
 from shared.persistence import Store
-from tests.support.mercure_hub import MercureHub, mercure_hub
+from tests.support.mercure_hub import MercureHub
 from tests.support.push_stack import PushStack, push_stack
 from tests.support.redis_server import RedisDatabases
-from tests.support.soketi import Soketi, soketi_server
+from tests.support.soketi import Soketi
 from tests.support.stack import running_stack, stack_env
 
 pytestmark = pytest.mark.integration
@@ -144,18 +144,6 @@ def test_demo_page_in_chromium(demo_stack: str, node: str, tmp_path: Path) -> No
 # ---------------------------------------------------------------------------------------
 # Push delivery
 # ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def soketi() -> Iterator[Soketi]:
-    with soketi_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def hub() -> Iterator[MercureHub]:
-    with mercure_hub() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

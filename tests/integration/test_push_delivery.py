@@ -26,11 +26,10 @@ import requests
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
 from shared.auth import mint_token
-from tests.support.mercure_hub import MercureHub, mercure_hub
+from tests.support.mercure_hub import MercureHub
 from tests.support.mercure_sse import publish
 from tests.support.push_stack import (
     PUBLIC_URL,
-    PUSHER_CLIENT,
     MercureListener,
     PusherListener,
     PushStack,
@@ -41,7 +40,7 @@ from tests.support.push_stack import (
     text,
 )
 from tests.support.redis_server import RedisDatabases
-from tests.support.soketi import Soketi, ensure_node_modules, soketi_server
+from tests.support.soketi import Soketi
 
 pytestmark = pytest.mark.integration
 
@@ -53,25 +52,12 @@ TEXT = {"native": ("text",), "agui": ("TEXT_MESSAGE_CONTENT",), "vercel": ("text
 
 
 # ---------------------------------------------------------------------------------------
-# Servers and stacks
+# Stacks (soketi and the Mercure hub are the session's, from tests/conftest.py)
 #
 # Each test class has a stack of its own (class-scoped fixtures), started when the class
 # begins and stopped when it ends, on a Redis database it holds meanwhile: no worker
 # takes another stack's tasks from the broker.
 # ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def soketi() -> Iterator[Soketi]:
-    ensure_node_modules(PUSHER_CLIENT)
-    with soketi_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def hub() -> Iterator[MercureHub]:
-    with mercure_hub() as running:
-        yield running
 
 
 @pytest.fixture(scope="class")

@@ -34,10 +34,9 @@ from tests.support.mercure_hub import MercureHub
 from tests.support.mercure_sse import HubSubscription
 from tests.support.pusher_js import PusherJs
 from tests.support.redis_server import RedisDatabases
-from tests.support.soketi import NODE, Soketi
+from tests.support.soketi import Soketi
 from tests.support.stack import WebServer, Worker, running_stack, stack_env
 
-PUSHER_CLIENT = NODE / "pusher-client"
 #: generous bounds for a loaded machine: a wait that runs out is a failure, never a pause
 TIMEOUT = 60.0
 #: where threads' Mercure topics live (``<RELAYLINE_PUBLIC_URL>/threads/<id>``)
