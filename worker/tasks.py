@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TypeAlias
 
 from celery import Task
 
@@ -43,9 +44,12 @@ from worker.resources import Resources, resources
 from worker.targets import channel_factory, push_target
 
 logger = logging.getLogger("relayline.worker")
+#: any of the tasks below, as the helpers see it (they read only ``request``); a string,
+#: so that no Celery release needs to subscript Task at run time
+AnyTask: TypeAlias = "Task[..., str]"
 
 
-def _agent(task: Task, res: Resources, job: AnyJob) -> Agent:
+def _agent(task: AnyTask, res: Resources, job: AnyJob) -> Agent:
     spec = res.registry.spec(job.agent_id)
     agent = Agent(
         job.thread_id,
@@ -85,7 +89,9 @@ def _publish_failure(res: Resources, job: AnyJob, error: BaseException) -> None:
         logger.exception("could not publish the failure of thread %s", job.thread_id)
 
 
-def _execute(task: Task, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]) -> str:
+def _execute(
+    task: AnyTask, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]
+) -> str:
     res = resources()
     try:
         agent = _agent(task, res, job)
@@ -125,7 +131,7 @@ def _schedule_expiry(state: RunState, job: AnyJob) -> None:
 
 
 @app.task(name=RUN_TURN, bind=True)
-def run_turn(self: Task, job: TurnJobJSON) -> str:
+def run_turn(self: Task[[TurnJobJSON], str], job: TurnJobJSON) -> str:
     turn = TurnJob.from_json(job)
 
     def build(agent: Agent, res: Resources) -> Segment | None:
@@ -141,7 +147,7 @@ def run_turn(self: Task, job: TurnJobJSON) -> str:
 
 
 @app.task(name=CONTINUE_RUN, bind=True)
-def continue_run(self: Task, job: ContinueJobJSON) -> str:
+def continue_run(self: Task[[ContinueJobJSON], str], job: ContinueJobJSON) -> str:
     staged_job = ContinueJob.from_json(job)
 
     def build(agent: Agent, res: Resources) -> Segment | None:
@@ -156,7 +162,7 @@ def continue_run(self: Task, job: ContinueJobJSON) -> str:
 
 
 @app.task(name=EXPIRE_WAIT, bind=True)
-def expire_wait(self: Task, job: ExpireJobJSON) -> str:
+def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
     """Settles the wait's pending calls with timeout errors, unless the run moved on."""
     expiry = ExpireJob.from_json(job)
     res = resources()

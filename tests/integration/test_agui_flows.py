@@ -49,7 +49,9 @@ class Client:
     @classmethod
     def reloaded(cls, store: Store, thread_id: str) -> Client:
         page = agui_thread_payload(store, thread_id)
-        return cls(thread_id, page["messages"], page["interrupts"])
+        # Plain dicts, as the client parses them (it folds into what it holds).
+        messages, interrupts = page["messages"], page["interrupts"]
+        return cls(thread_id, [dict(m) for m in messages], [dict(i) for i in interrupts])
 
     def body(self, resume: Wire | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from shared.agent import Agent
 from shared.errors import InputTranslationError, StaleRunError, WorkflowError
+from shared.interrupts import ApprovalRequest, ToolResultsRequest
 from shared.persistence import Store
 from tests.support.agents import build_spec, count
 
@@ -74,12 +75,14 @@ def test_approval_then_frontend_round_trip(store: Store, tmp_path: Path) -> None
     state = Agent("t-1", spec, store).run("Delete the report")
     assert state.status == "suspended"
     assert state.interrupt is not None and state.interrupt.kind == "approval"
+    assert isinstance(state.interrupt, ApprovalRequest)
     assert [a.id for a in state.interrupt.actions] == ["call_d"]
     assert count(tmp_path, "tool.delete_file") == 0  # nothing executes before approval
 
     state = Agent("t-1", spec, store).submit_approval_decisions({"call_d": "approve"}).run()
     assert state.status == "suspended"
     assert state.interrupt is not None and state.interrupt.kind == "tool_results"
+    assert isinstance(state.interrupt, ToolResultsRequest)
     assert [c.id for c in state.interrupt.tool_calls] == ["call_t"]
     assert count(tmp_path, "tool.delete_file") == 1
 

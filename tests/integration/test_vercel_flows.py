@@ -6,7 +6,7 @@ translated by VercelAIInputTranslator and every stream checked by the ``ai`` pac
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,10 @@ class Process:
         try:
             spec = self.agent.spec
             tools: list[AnyTool] = [*spec.tools, *spec.frontend_tools]
-            return ui_messages(self.agent.history(), self.agent.inspect(), tools=tools)
+            messages: Sequence[Mapping[str, Any]] = ui_messages(
+                self.agent.history(), self.agent.inspect(), tools=tools
+            )
+            return [dict(m) for m in messages]  # plain dicts, as a client parses them
         finally:
             self.store.dispose()
 

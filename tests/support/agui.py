@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ag_ui.core import Event, ToolCallResultEvent
@@ -25,6 +25,8 @@ from shared.sse import encode_event
 from shared.translators import AGUIInputTranslator
 
 Wire = list[dict[str, Any]]
+#: messages as a helper reads them: the client's own (Wire) or the product's typed JSON
+Held = Sequence[Mapping[str, Any]]
 
 _EVENT: TypeAdapter[Any] = TypeAdapter(Event)
 _ALLOWED_EXTRA = {(ToolCallResultEvent, "error")}  # kept in snapshots and reloads only
@@ -81,10 +83,10 @@ def only(wire: Wire, kind: str) -> Wire:
     return [e for e in wire if e["type"] == kind]
 
 
-def fold(messages: Wire, wire: Wire) -> Wire:
+def fold(messages: Held, wire: Wire) -> Wire:
     """The messages ``@ag-ui/client`` 1.0 holds after applying ``wire`` (the subset of
     its ``defaultApplyEvents`` this adapter exercises; it strips ``error``)."""
-    out = copy.deepcopy(messages)
+    out: Wire = [dict(m) for m in copy.deepcopy(messages)]
 
     def find(message_id: str | None) -> dict[str, Any] | None:
         return next((m for m in out if m["id"] == message_id), None)
@@ -144,28 +146,26 @@ def fold(messages: Wire, wire: Wire) -> Wire:
     return out
 
 
-def sent(messages: Wire) -> Wire:
+def sent(messages: Held) -> Wire:
     """What the client puts in ``RunAgentInput.messages`` (it never sends activities)."""
-    return [m for m in messages if m["role"] != "activity"]
+    return [dict(m) for m in messages if m["role"] != "activity"]
 
 
-def as_client_holds(messages: Wire) -> Wire:
+def as_client_holds(messages: Held) -> Wire:
     """Reloaded messages as the client keeps them: it drops ``error`` from tool messages."""
     return [{k: v for k, v in m.items() if k != "error"} for m in messages]
 
 
-def same_shape(messages: Wire) -> Wire:
+def same_shape(messages: Held) -> Wire:
     """Client-folded messages without activities, assistant content always a string."""
     return [
-        {**m, "content": m.get("content", "")} if m["role"] == "assistant" else m
+        {**m, "content": m.get("content", "")} if m["role"] == "assistant" else dict(m)
         for m in messages
         if m["role"] != "activity"
     ]
 
 
-def attach(
-    agent: Agent, run_id: str, messages: Sequence[dict[str, Any]] = (), state: Any = None
-) -> list[AGUIAdapter]:
+def attach(agent: Agent, run_id: str, messages: Held = (), state: Any = None) -> list[AGUIAdapter]:
     """Give every segment a fresh adapter seeded like the client; returns the built ones."""
     built: list[AGUIAdapter] = []
 
@@ -177,19 +177,19 @@ def attach(
     return built
 
 
-def stream_with(agent: Agent, run_id: str, messages: Wire, message: Message | str) -> Wire:
+def stream_with(agent: Agent, run_id: str, messages: Held, message: Message | str) -> Wire:
     attach(agent, run_id, messages)
     return stream(agent.stream(message))
 
 
-def ask(agent: Agent, run_id: str, held: Wire, text: str, message_id: str) -> tuple[Wire, Wire]:
+def ask(agent: Agent, run_id: str, held: Held, text: str, message_id: str) -> tuple[Wire, Wire]:
     """A new turn as the client sends it: the stream, and what the client then holds."""
     held = [*held, user(text, message_id)]
     wire = stream_with(agent, run_id, held, Message.user(text, id=message_id))
     return wire, fold(held, wire)
 
 
-def reply(agent: Agent, run_id: str, held: Wire, **body: Any) -> tuple[Wire, Wire]:
+def reply(agent: Agent, run_id: str, held: Held, **body: Any) -> tuple[Wire, Wire]:
     """A continuation on a fresh Agent (any process may take it), seeded like the client."""
     later = fresh(agent)
     attach(later, run_id, held)

@@ -8,7 +8,7 @@ import functools
 import json
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ class VercelSchema:
         ]
         return self.stream(events)
 
-    def messages(self, messages: list[dict[str, Any]]) -> None:
+    def messages(self, messages: Sequence[Mapping[str, Any]]) -> None:
         """``validateUIMessages`` accepts them and drops no field."""
         self._run(["--messages"], json.dumps(messages))
 

@@ -41,6 +41,7 @@ def test_design_section_6_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
     # --- as in docs/DESIGN.md section 6 ---------------------------------------------------
     from shared.agent import Agent, AgentSpec, FrontendTool, tool
+    from shared.interrupts import ApprovalRequest, ToolResultsRequest
     from shared.persistence import Store
     from shared.providers import OpenAIProvider, ScriptedProvider  # noqa: F401
     from shared.translators import AGUIInputTranslator
@@ -64,12 +65,14 @@ def test_design_section_6_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     state = agent.run("Delete report.pdf")
     assert state.status == "suspended" and state.interrupt is not None
     assert state.interrupt.kind == "approval"
+    assert isinstance(state.interrupt, ApprovalRequest)
     assert [(a.id, a.name, a.inputs) for a in state.interrupt.actions] == [
         ("call_1", "delete_file", {"path": "report.pdf"})
     ]
     agent = Agent("thread-1", spec=build(), store=store)
     state = agent.submit_approval_decisions({"call_1": "approve"}).run()
     assert state.interrupt is not None and state.interrupt.kind == "tool_results"
+    assert isinstance(state.interrupt, ToolResultsRequest)
     assert [c.id for c in state.interrupt.tool_calls] == ["call_2"]
     payload = {
         "messages": [{"id": "t1", "role": "tool", "toolCallId": "call_2", "content": "Report"}]

@@ -9,6 +9,10 @@ import pytest
 from shared.errors import ConflictError, RunInFlightError
 from shared.messages import Message, ToolCallPart, ToolResultPart
 from shared.persistence import Store
+from shared.records import RunStart
+
+#: what these runs began with (the store keeps it and never reads it)
+START: RunStart = {"message": "u1", "frontendTools": []}
 
 
 def test_append_is_idempotent_by_message_id(sqlite_store: Store) -> None:
@@ -53,7 +57,7 @@ def test_compare_and_set_refuses_a_stale_version_and_writes_nothing(sqlite_store
         "t",
         "r1",
         owner="ann",
-        start={},
+        start=START,
         first_messages=[Message.user("q", id="u1")],
         lease_expires_at=lease,
     )
@@ -64,15 +68,15 @@ def test_compare_and_set_refuses_a_stale_version_and_writes_nothing(sqlite_store
     assert [m.id for m in sqlite_store.messages("t")] == ["u1"]
     with pytest.raises(RunInFlightError, match="run 'r1' \\(attempt 1\\) is suspended"):
         sqlite_store.begin_run(
-            "t", "r2", owner="ann", start={}, first_messages=[], lease_expires_at=lease
+            "t", "r2", owner="ann", start=START, first_messages=[], lease_expires_at=lease
         )
     sqlite_store.write_run(moved, status="completed")
     with pytest.raises(ConflictError, match="already exists"):
         sqlite_store.begin_run(
-            "t", "r1", owner="ann", start={}, first_messages=[], lease_expires_at=lease
+            "t", "r1", owner="ann", start=START, first_messages=[], lease_expires_at=lease
         )
     second = sqlite_store.begin_run(
-        "t", "r2", owner="ann", start={}, first_messages=[], lease_expires_at=lease
+        "t", "r2", owner="ann", start=START, first_messages=[], lease_expires_at=lease
     )
     assert sqlite_store.current_run("t") == second
 

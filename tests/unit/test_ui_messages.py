@@ -8,6 +8,7 @@ stream, and validated by the package's ``validateUIMessages`` (no unknown field)
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,9 @@ from tests.support.vercel import (
 
 
 def reload(agent: Agent, schema: VercelSchema, **options: Any) -> list[dict[str, Any]]:
-    messages = ui_messages(agent.history(), agent.inspect(), **options)
+    messages: Sequence[Mapping[str, Any]] = ui_messages(agent.history(), agent.inspect(), **options)
     schema.messages(messages)
-    return messages
+    return [dict(m) for m in messages]  # plain dicts, as a client parses them
 
 
 def live(client: ChatClient) -> dict[str, Any]:
