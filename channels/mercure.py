@@ -130,14 +130,17 @@ class MercureChannel(AbstractChannel):
     def from_settings(cls, settings: Settings, thread_id: str, **options: Any) -> MercureChannel:
         """The thread's private topic ``<RELAYLINE_PUBLIC_URL>/threads/<id>`` on
         ``MERCURE_HUB_URL``, signed with ``MERCURE_PUBLISHER_JWT_KEY``."""
-        if not settings.mercure_hub_url or not settings.mercure_publisher_jwt_key:
+        config = settings.mercure
+        if not config.configured:
             raise ChannelConfigError(
-                "Mercure delivery needs MERCURE_HUB_URL and MERCURE_PUBLISHER_JWT_KEY."
+                "Mercure delivery needs MERCURE_HUB_URL, MERCURE_PUBLISHER_JWT_KEY and "
+                "MERCURE_SUBSCRIBER_JWT_KEY."
             )
+        assert config.hub_url and config.publisher_jwt_key  # configured says so
         return cls(
-            settings.mercure_hub_url,
+            config.hub_url,
             thread_topic(settings.public_url, thread_id),
-            settings.mercure_publisher_jwt_key,
+            config.publisher_jwt_key,
             **options,
         )
 

@@ -57,21 +57,22 @@ def thread_channel(thread_id: str, *, encrypted: bool = False) -> str:
 def pusher_client(settings: Settings, *, ssl: bool | None = None) -> Any:
     """A ``pusher.Pusher`` from the settings. Without an explicit ``ssl``, TLS is used
     unless a port other than 443 is set (a local soketi or Reverb speaks plain HTTP)."""
-    if not (settings.pusher_app_id and settings.pusher_key and settings.pusher_secret):
+    config = settings.pusher
+    if not config.configured:
         raise ChannelConfigError(
             "Pusher delivery needs PUSHER_APP_ID, PUSHER_KEY and PUSHER_SECRET."
         )
     if ssl is None:
-        ssl = settings.pusher_port in (None, 443)
+        ssl = config.port in (None, 443)
     try:
         return pusher.Pusher(
-            app_id=settings.pusher_app_id,
-            key=settings.pusher_key,
-            secret=settings.pusher_secret,
-            host=settings.pusher_host,
-            port=settings.pusher_port,
+            app_id=config.app_id,
+            key=config.key,
+            secret=config.secret,
+            host=config.host,
+            port=config.port,
             ssl=ssl,
-            encryption_master_key_base64=settings.pusher_encryption_master_key_base64,
+            encryption_master_key_base64=config.encryption_master_key_base64,
         )
     except ValueError as exc:  # a master key that is not 32 bytes of base64
         raise ChannelConfigError(f"Invalid Pusher settings: {exc}") from exc
@@ -131,10 +132,9 @@ class PusherChannel(AbstractChannel):
         """The thread's channel: ``private-encrypted-thread-<id>`` when a master key is
         configured, else ``private-thread-<id>``. Pass ``client`` (``pusher_client``)
         to share one SDK client, and its connection pool, across segments."""
-        encrypted = settings.pusher_encryption_master_key_base64 is not None
         return cls(
             client if client is not None else pusher_client(settings),
-            thread_channel(thread_id, encrypted=encrypted),
+            thread_channel(thread_id, encrypted=settings.pusher.encrypted),
             **options,
         )
 

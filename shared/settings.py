@@ -5,35 +5,103 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
+from typing import Final
 
 DELIVERIES = ("relay", "pusher", "mercure")
 AUTH_MODES = ("none", "token")
+#: SECRET_KEY when none is set: fine for local development, refused with RELAYLINE_AUTH=token
+DEV_SECRET_KEY: Final = "dev-insecure-secret"
+
+
+@dataclasses.dataclass(frozen=True)
+class PusherSettings:
+    """Pusher, or a server speaking its protocol (soketi, Reverb): ``PUSHER_*``."""
+
+    #: PUSHER_APP_ID
+    app_id: str | None = None
+    #: PUSHER_KEY, the public app key browsers subscribe with
+    key: str | None = None
+    #: PUSHER_SECRET, signs API requests and channel authorizations
+    secret: str | None = None
+    #: PUSHER_HOST, the API host name; None: Pusher's own cluster
+    host: str | None = None
+    #: PUSHER_PORT, a TCP port; None: 443 with TLS (any other port speaks plain HTTP)
+    port: int | None = None
+    #: PUSHER_ENCRYPTION_MASTER_KEY_BASE64, 32 bytes as base64; set, threads publish on
+    #: ``private-encrypted-*`` channels
+    encryption_master_key_base64: str | None = None
+
+    @property
+    def configured(self) -> bool:
+        """Whether relayline can publish to Pusher and authorize its subscribers."""
+        return bool(self.app_id and self.key and self.secret)
+
+    @property
+    def encrypted(self) -> bool:
+        return self.encryption_master_key_base64 is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class MercureSettings:
+    """A Mercure hub: ``MERCURE_*``."""
+
+    #: MERCURE_HUB_URL, e.g. ``https://hub.example/.well-known/mercure``
+    hub_url: str | None = None
+    #: MERCURE_PUBLISHER_JWT_KEY, the HS256 key of the publisher tokens relayline signs
+    publisher_jwt_key: str | None = None
+    #: MERCURE_SUBSCRIBER_JWT_KEY, the HS256 key of the subscriber tokens it mints
+    subscriber_jwt_key: str | None = None
+
+    @property
+    def configured(self) -> bool:
+        """Whether relayline can publish and mint subscriber tokens: updates are private,
+        so a hub without the subscriber key would deliver to nobody."""
+        return bool(self.hub_url and self.publisher_jwt_key and self.subscriber_jwt_key)
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
+    """Everything relayline reads from its environment, read once (``from_env``)."""
+
+    #: DATABASE_URL, an SQLAlchemy URL
     database_url: str = "sqlite:///relayline.db"
+    #: REDIS_URL, relay Pub/Sub and (without CELERY_BROKER_URL) the Celery broker
     redis_url: str | None = None
+    #: CELERY_BROKER_URL, when the broker is not REDIS_URL
     celery_broker_url: str | None = None
+    #: RELAYLINE_AGENT, ``module:factory`` of the default agent
     agent: str = "relayline.demo:build"
+    #: RELAYLINE_AGENTS, further agents by id: ``id=module:factory,...``
     agents: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: RELAYLINE_AUTH, one of AUTH_MODES
     auth: str = "none"
-    secret_key: str = "dev-insecure-secret"
+    #: SECRET_KEY, signs bearer tokens (``relayline token``)
+    secret_key: str = DEV_SECRET_KEY
+    #: RELAYLINE_DELIVERY, where output goes by default: one of DELIVERIES
     delivery: str = "relay"
+    #: RELAYLINE_PUBLIC_URL, the origin browsers reach this server at, without a trailing
+    #: slash (Mercure topics are URLs under it)
     public_url: str = "http://127.0.0.1:8000"
-    pusher_app_id: str | None = None
-    pusher_key: str | None = None
-    pusher_secret: str | None = None
-    pusher_host: str | None = None
-    pusher_port: int | None = None
-    pusher_encryption_master_key_base64: str | None = None
-    mercure_hub_url: str | None = None
-    mercure_publisher_jwt_key: str | None = None
-    mercure_subscriber_jwt_key: str | None = None
+    #: PORT, the TCP port ``relayline web`` and ``relayline up`` listen on by default
+    port: int = 8000
+    pusher: PusherSettings = dataclasses.field(default_factory=PusherSettings)
+    mercure: MercureSettings = dataclasses.field(default_factory=MercureSettings)
+    #: RELAYLINE_RELAY_TIMEOUT, seconds a relayed response waits for the worker's next
+    #: event before it gives up
     relay_timeout: float = 300.0
+    #: OPENAI_API_KEY, for agents that use OpenAIProvider.from_settings
     openai_api_key: str | None = None
+    #: OPENAI_BASE_URL, an OpenAI-compatible chat completions API
     openai_base_url: str = "https://api.openai.com/v1"
+    #: RELAYLINE_MODEL, the model name such agents ask for
     model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.auth == "token" and self.secret_key == DEV_SECRET_KEY:
+            raise ValueError(
+                "RELAYLINE_AUTH=token needs SECRET_KEY: with the built-in development "
+                "secret anyone could mint a token for any user."
+            )
 
     @property
     def broker_url(self) -> str | None:
@@ -53,7 +121,8 @@ class Settings:
         delivery = get("RELAYLINE_DELIVERY") or "relay"
         if delivery not in DELIVERIES:
             raise ValueError(f"RELAYLINE_DELIVERY must be one of {DELIVERIES}, got {delivery!r}.")
-        port = _number(get("PUSHER_PORT"), "PUSHER_PORT", int)
+        pusher_port = _number(get("PUSHER_PORT"), "PUSHER_PORT", int)
+        port = _number(get("PORT"), "PORT", int)
         timeout = _number(get("RELAYLINE_RELAY_TIMEOUT"), "RELAYLINE_RELAY_TIMEOUT", float)
         return cls(
             database_url=get("DATABASE_URL") or cls.database_url,
@@ -65,20 +134,33 @@ class Settings:
             secret_key=get("SECRET_KEY") or cls.secret_key,
             delivery=delivery,
             public_url=(get("RELAYLINE_PUBLIC_URL") or cls.public_url).rstrip("/"),
-            pusher_app_id=get("PUSHER_APP_ID"),
-            pusher_key=get("PUSHER_KEY"),
-            pusher_secret=get("PUSHER_SECRET"),
-            pusher_host=get("PUSHER_HOST"),
-            pusher_port=int(port) if port is not None else None,
-            pusher_encryption_master_key_base64=get("PUSHER_ENCRYPTION_MASTER_KEY_BASE64"),
-            mercure_hub_url=get("MERCURE_HUB_URL"),
-            mercure_publisher_jwt_key=get("MERCURE_PUBLISHER_JWT_KEY"),
-            mercure_subscriber_jwt_key=get("MERCURE_SUBSCRIBER_JWT_KEY"),
+            port=int(port) if port is not None else cls.port,
+            pusher=PusherSettings(
+                app_id=get("PUSHER_APP_ID"),
+                key=get("PUSHER_KEY"),
+                secret=get("PUSHER_SECRET"),
+                host=get("PUSHER_HOST"),
+                port=int(pusher_port) if pusher_port is not None else None,
+                encryption_master_key_base64=get("PUSHER_ENCRYPTION_MASTER_KEY_BASE64"),
+            ),
+            mercure=MercureSettings(
+                hub_url=get("MERCURE_HUB_URL"),
+                publisher_jwt_key=get("MERCURE_PUBLISHER_JWT_KEY"),
+                subscriber_jwt_key=get("MERCURE_SUBSCRIBER_JWT_KEY"),
+            ),
             relay_timeout=float(timeout) if timeout is not None else cls.relay_timeout,
             openai_api_key=get("OPENAI_API_KEY"),
             openai_base_url=get("OPENAI_BASE_URL") or cls.openai_base_url,
             model=get("RELAYLINE_MODEL"),
         )
+
+
+def child_environment(
+    defaults: Mapping[str, str] | None = None, overrides: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment for a child process: this process's own, over ``defaults`` (for
+    variables it does not set) and under ``overrides``."""
+    return {**(defaults or {}), **os.environ, **(overrides or {})}
 
 
 def _number(value: str | None, name: str, kind: type[int] | type[float]) -> float | None:

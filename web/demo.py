@@ -38,23 +38,20 @@ PUSHER_CLOUD_WS_HOST = "ws-mt1.pusher.com"
 def push_config(settings: Settings) -> dict[str, Any]:
     """What a browser needs to subscribe to each configured push delivery."""
     offered: dict[str, Any] = {}
-    if settings.pusher_app_id and settings.pusher_key and settings.pusher_secret:
-        tls = settings.pusher_port in (None, 443)  # the rule of channels.pusher_client
-        port = settings.pusher_port or 443
+    pusher, mercure = settings.pusher, settings.mercure
+    if pusher.configured:
+        tls = pusher.port in (None, 443)  # the rule of channels.pusher_client
+        port = pusher.port or 443
         offered["pusher"] = {
-            "key": settings.pusher_key,
-            "wsHost": settings.pusher_host or PUSHER_CLOUD_WS_HOST,
+            "key": pusher.key,
+            "wsHost": pusher.host or PUSHER_CLOUD_WS_HOST,
             "wsPort": port,
             "wssPort": port,
             "forceTLS": tls,
-            "encrypted": settings.pusher_encryption_master_key_base64 is not None,
+            "encrypted": pusher.encrypted,
         }
-    if (
-        settings.mercure_hub_url
-        and settings.mercure_publisher_jwt_key
-        and settings.mercure_subscriber_jwt_key
-    ):
-        offered["mercure"] = {"hubUrl": settings.mercure_hub_url}
+    if mercure.configured:
+        offered["mercure"] = {"hubUrl": mercure.hub_url}
     return offered
 
 

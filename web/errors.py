@@ -1,5 +1,5 @@
 """Errors before any header become JSON ``{"error", "type"}`` with the status of
-DESIGN section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize.
+docs/DESIGN.md section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize.
 relayline's own statuses come from ``shared.errors.HTTP_STATUS``; ``type`` is the
 exception's class name."""
 

@@ -36,7 +36,7 @@ def _claim(thread_id: str) -> str:
 @bp.post("/pusher/auth")
 def pusher_auth() -> Response:
     settings = services().settings
-    if not (settings.pusher_app_id and settings.pusher_key and settings.pusher_secret):
+    if not settings.pusher.configured:
         raise NotFound(delivery_not_configured("Pusher"))
     socket_id = request.form.get("socket_id", "")
     channel = request.form.get("channel_name", "")
@@ -44,7 +44,7 @@ def pusher_auth() -> Response:
     if not socket_id or match is None:
         raise BadRequest("Pusher auth needs socket_id and a private-thread-<id> channel_name.")
     encrypted = channel.startswith("private-encrypted-")
-    if encrypted != (settings.pusher_encryption_master_key_base64 is not None):
+    if encrypted != settings.pusher.encrypted:
         raise BadRequest(f"Channel {channel!r} is not the one this server publishes to.")
     _claim(match.group(1))
     auth = pusher_client(settings).authenticate(channel=channel, socket_id=socket_id)
@@ -55,9 +55,11 @@ def pusher_auth() -> Response:
 @bp.get("/mercure/token")
 def mercure_token() -> Response:
     settings = services().settings
-    if not (settings.mercure_hub_url and settings.mercure_subscriber_jwt_key):
+    mercure = settings.mercure
+    if not mercure.configured:
         raise NotFound(delivery_not_configured("Mercure"))
+    assert mercure.subscriber_jwt_key  # configured says so
     thread_id = _claim(str(request.args.get("threadId", "")))
     topic = thread_topic(settings.public_url, thread_id)
-    token = subscriber_token(settings.mercure_subscriber_jwt_key, topic, TOKEN_TTL)
-    return jsonify({"token": token, "hubUrl": settings.mercure_hub_url, "topic": topic})
+    token = subscriber_token(mercure.subscriber_jwt_key, topic, TOKEN_TTL)
+    return jsonify({"token": token, "hubUrl": mercure.hub_url, "topic": topic})

@@ -37,8 +37,8 @@ def push_target(settings: Settings) -> Target:
         return Target("pusher")
     if settings.delivery == "mercure":
         return Target("mercure")
-    if settings.pusher_app_id and settings.pusher_key and settings.pusher_secret:
+    if settings.pusher.configured:
         return Target("pusher")
-    if settings.mercure_hub_url and settings.mercure_publisher_jwt_key:
+    if settings.mercure.configured:
         return Target("mercure")
     return Target("none")

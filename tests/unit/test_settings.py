@@ -6,7 +6,13 @@ import re
 
 import pytest
 
-from shared.settings import Settings
+from shared.settings import (
+    DEV_SECRET_KEY,
+    MercureSettings,
+    PusherSettings,
+    Settings,
+    child_environment,
+)
 
 
 def test_defaults() -> None:
@@ -20,7 +26,9 @@ def test_defaults() -> None:
     assert settings.auth == "none"
     assert settings.delivery == "relay"
     assert settings.public_url == "http://127.0.0.1:8000"
-    assert settings.pusher_port is None
+    assert settings.port == 8000
+    assert settings.pusher == PusherSettings() and not settings.pusher.configured
+    assert settings.mercure == MercureSettings() and not settings.mercure.configured
     assert settings.relay_timeout == 300.0
     assert settings.openai_base_url == "https://api.openai.com/v1"
     assert settings.model is None
@@ -43,6 +51,7 @@ def test_values_are_read() -> None:
         "SECRET_KEY": "s3cret",
         "RELAYLINE_DELIVERY": "pusher",
         "RELAYLINE_PUBLIC_URL": "https://chat.example.com/",
+        "PORT": "5000",
         "PUSHER_APP_ID": "app",
         "PUSHER_KEY": "key",
         "PUSHER_SECRET": "secret",
@@ -67,17 +76,22 @@ def test_values_are_read() -> None:
     assert settings.secret_key == "s3cret"
     assert settings.delivery == "pusher"
     assert settings.public_url == "https://chat.example.com"
-    assert (settings.pusher_app_id, settings.pusher_key, settings.pusher_secret) == (
-        "app",
-        "key",
-        "secret",
+    assert settings.port == 5000
+    assert settings.pusher == PusherSettings(
+        app_id="app",
+        key="key",
+        secret="secret",
+        host="soketi",
+        port=6001,
+        encryption_master_key_base64="bWFzdGVy",
     )
-    assert settings.pusher_host == "soketi"
-    assert settings.pusher_port == 6001
-    assert settings.pusher_encryption_master_key_base64 == "bWFzdGVy"
-    assert settings.mercure_hub_url == "http://hub/.well-known/mercure"
-    assert settings.mercure_publisher_jwt_key == "pub"
-    assert settings.mercure_subscriber_jwt_key == "sub"
+    assert settings.pusher.configured and settings.pusher.encrypted
+    assert settings.mercure == MercureSettings(
+        hub_url="http://hub/.well-known/mercure",
+        publisher_jwt_key="pub",
+        subscriber_jwt_key="sub",
+    )
+    assert settings.mercure.configured
     assert settings.relay_timeout == 12.5
     assert settings.openai_api_key == "sk-x"
     assert settings.openai_base_url == "http://localhost:11434/v1"
@@ -140,3 +154,64 @@ def test_malformed_or_repeated_agents_are_rejected(value: str) -> None:
 def test_non_numeric_values_name_the_variable(name: str) -> None:
     with pytest.raises(ValueError, match=f"^{name} must be"):
         Settings.from_env({name: "abc"})
+
+
+def test_token_auth_refuses_the_development_secret() -> None:
+    message = "RELAYLINE_AUTH=token needs SECRET_KEY"
+    with pytest.raises(ValueError, match=message):
+        Settings.from_env({"RELAYLINE_AUTH": "token"})
+    with pytest.raises(ValueError, match=message):
+        Settings.from_env({"RELAYLINE_AUTH": "token", "SECRET_KEY": DEV_SECRET_KEY})
+    with pytest.raises(ValueError, match=message):
+        Settings(auth="token")
+    assert Settings.from_env({"RELAYLINE_AUTH": "token", "SECRET_KEY": "s3cret"}).auth == "token"
+    assert Settings.from_env({}).secret_key == DEV_SECRET_KEY  # fine without token auth
+
+
+@pytest.mark.parametrize(
+    ("env", "configured"),
+    [
+        ({"PUSHER_APP_ID": "a", "PUSHER_KEY": "k", "PUSHER_SECRET": "s"}, True),
+        ({"PUSHER_APP_ID": "a", "PUSHER_KEY": "k"}, False),
+        ({"PUSHER_KEY": "k", "PUSHER_SECRET": "s", "PUSHER_HOST": "soketi"}, False),
+    ],
+)
+def test_pusher_is_configured_with_app_id_key_and_secret(
+    env: dict[str, str], configured: bool
+) -> None:
+    assert Settings.from_env(env).pusher.configured is configured
+
+
+@pytest.mark.parametrize(
+    ("env", "configured"),
+    [
+        ({"MERCURE_HUB_URL": "h", "MERCURE_PUBLISHER_JWT_KEY": "p"}, False),
+        ({"MERCURE_HUB_URL": "h", "MERCURE_SUBSCRIBER_JWT_KEY": "s"}, False),
+        (
+            {
+                "MERCURE_HUB_URL": "h",
+                "MERCURE_PUBLISHER_JWT_KEY": "p",
+                "MERCURE_SUBSCRIBER_JWT_KEY": "s",
+            },
+            True,
+        ),
+    ],
+)
+def test_mercure_is_configured_with_the_hub_and_both_keys(
+    env: dict[str, str], configured: bool
+) -> None:
+    assert Settings.from_env(env).mercure.configured is configured
+
+
+def test_a_child_environment_keeps_ours_between_defaults_and_overrides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RELAYLINE_TEST_CHILD", "ours")
+    monkeypatch.setenv("RELAYLINE_TEST_KEPT", "kept")
+    env = child_environment(
+        {"RELAYLINE_TEST_CHILD": "default", "RELAYLINE_TEST_NEW": "default"},
+        {"RELAYLINE_TEST_KEPT": "override"},
+    )
+    assert env["RELAYLINE_TEST_CHILD"] == "ours"
+    assert env["RELAYLINE_TEST_NEW"] == "default"
+    assert env["RELAYLINE_TEST_KEPT"] == "override"

@@ -16,7 +16,7 @@ from channels import ChannelConfigError, Consumer, Envelope, MercureChannel, sub
 from channels.errors import PublishError
 from channels.mercure import publisher_token, thread_topic
 from shared.events import ProtocolEvent
-from shared.settings import Settings
+from shared.settings import MercureSettings, Settings
 from tests.support.mercure_hub import StandInServer
 from tests.unit.channels.support import State
 
@@ -311,8 +311,7 @@ def test_tokens_and_the_thread_topic() -> None:
 def test_settings_build_the_thread_channel(hub: StandInServer) -> None:
     settings = Settings(
         public_url="https://app.example",
-        mercure_hub_url=hub.url,
-        mercure_publisher_jwt_key=KEY,
+        mercure=MercureSettings(hub_url=hub.url, publisher_jwt_key=KEY, subscriber_jwt_key=KEY),
     )
     sender = MercureChannel.from_settings(settings, "t9", max_requests_per_second=5)
     assert (sender.hub_url, sender.topic, sender.private) == (
@@ -324,6 +323,10 @@ def test_settings_build_the_thread_channel(hub: StandInServer) -> None:
     assert dict(hub.requests[0].form())["topic"] == urllib.parse.unquote(sender.topic)
     with pytest.raises(ChannelConfigError, match="MERCURE_HUB_URL"):
         MercureChannel.from_settings(Settings(), "t9")
+    # Updates are private: without the subscriber key nobody could read them.
+    publish_only = MercureSettings(hub_url=hub.url, publisher_jwt_key=KEY)
+    with pytest.raises(ChannelConfigError, match="MERCURE_SUBSCRIBER_JWT_KEY"):
+        MercureChannel.from_settings(Settings(mercure=publish_only), "t9")
 
 
 def test_unicode_line_breaks_are_escaped_so_no_hub_can_split_an_envelope(

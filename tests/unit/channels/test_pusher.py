@@ -19,7 +19,7 @@ from channels import ChannelConfigError, ChannelLimitError, Consumer, Envelope, 
 from channels.errors import PublishError
 from channels.pusher import ENCRYPTED_EVENT_BUDGET, PusherChannel, pusher_client, thread_channel
 from shared.events import ProtocolEvent
-from shared.settings import Settings
+from shared.settings import PusherSettings, Settings
 from tests.support.mercure_hub import Recorded, StandInServer
 from tests.unit.channels.support import State
 
@@ -193,19 +193,16 @@ def test_invalid_event_names_are_refused(api: StandInServer, name: str) -> None:
 
 
 def test_settings_name_the_thread_channel_and_configure_the_sdk(api: StandInServer) -> None:
-    settings = Settings(
-        pusher_app_id="1001",
-        pusher_key="app-key",
-        pusher_secret=SECRET,
-        pusher_host="127.0.0.1",
-        pusher_port=api.port,
+    pusher = PusherSettings(
+        app_id="1001", key="app-key", secret=SECRET, host="127.0.0.1", port=api.port
     )
+    settings = Settings(pusher=pusher)
     channel = PusherChannel.from_settings(settings, "t9", batch_size=1)
     assert channel.channel == "private-thread-t9" and not channel.encrypted
     channel.send(delta("hi"))  # D33: host, port and scheme come from the settings
     [request] = api.requests
     assert_signed(request)
-    encrypted = dataclasses.replace(settings, pusher_encryption_master_key_base64=KEY)
+    encrypted = Settings(pusher=dataclasses.replace(pusher, encryption_master_key_base64=KEY))
     channel = PusherChannel.from_settings(encrypted, "t9")
     assert channel.channel == "private-encrypted-thread-t9" and channel.encrypted
     shared = pusher_client(encrypted)
@@ -216,7 +213,8 @@ def test_settings_name_the_thread_channel_and_configure_the_sdk(api: StandInServ
         PusherChannel.from_settings(Settings(), "t9")
     with pytest.raises(ChannelConfigError, match="Invalid Pusher settings"):
         PusherChannel.from_settings(
-            dataclasses.replace(settings, pusher_encryption_master_key_base64="c2hvcnQ="), "t"
+            Settings(pusher=dataclasses.replace(pusher, encryption_master_key_base64="c2hvcnQ=")),
+            "t",
         )
     assert thread_channel("a.b_c-1", encrypted=True) == "private-encrypted-thread-a.b_c-1"
 
