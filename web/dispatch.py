@@ -5,7 +5,7 @@ response (SUBSCRIBE first, then enqueue by task name), or pushed (202 + where to
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Literal
 
 from flask import Response, current_app, jsonify, request
@@ -32,6 +32,8 @@ from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
 from shared.texts import delivery_not_configured
 from web.services import services
+
+PushKind = Literal["pusher", "mercure"]
 
 #: seconds of silence between SSE comment heartbeats
 HEARTBEAT_SECONDS = 15.0
@@ -75,14 +77,12 @@ def refuse_replay(thread_id: str, message_id: str, stored_ids: Collection[str]) 
 def deliver(job: TurnJob | ContinueJob) -> Response:
     """Relay (one SSE response) or push (202 with where to listen), as the request's
     ``?delivery=`` or RELAYLINE_DELIVERY asks."""
-    delivery = request.args.get("delivery") or services().settings.delivery
-    if delivery == "relay":
-        return relay(job)
-    if delivery == "pusher":
-        return push(job, "pusher")
-    if delivery == "mercure":
-        return push(job, "mercure")
-    raise BadRequest(f"Unknown delivery {delivery!r}; use relay, pusher or mercure.")
+    name = request.args.get("delivery") or services().settings.delivery
+    delivery = DELIVERIES.get(name)
+    if delivery is None:
+        *others, last = DELIVERIES
+        raise BadRequest(f"Unknown delivery {name!r}; use {', '.join(others)} or {last}.")
+    return delivery(job)
 
 
 def _send(job: TurnJob | ContinueJob) -> None:
@@ -96,30 +96,42 @@ def _send(job: TurnJob | ContinueJob) -> None:
     )
 
 
-def push(job: TurnJob | ContinueJob, delivery: Literal["pusher", "mercure"]) -> Response:
+def _pusher_where(thread_id: str) -> dict[str, str]:
+    pusher = services().settings.pusher
+    if not pusher.configured:
+        raise BadRequest(delivery_not_configured("Pusher"))
+    assert pusher.key  # configured says so
+    return {
+        "channel": thread_channel(thread_id, encrypted=pusher.encrypted),
+        "key": pusher.key,
+        "authEndpoint": "/pusher/auth",
+    }
+
+
+def _mercure_where(thread_id: str) -> dict[str, str]:
     settings = services().settings
-    thread_id = job.thread_id
-    where: dict[str, str]
-    if delivery == "pusher":
-        if not settings.pusher.configured:
-            raise BadRequest(delivery_not_configured("Pusher"))
-        assert settings.pusher.key  # configured says so
-        where = {
-            "channel": thread_channel(thread_id, encrypted=settings.pusher.encrypted),
-            "key": settings.pusher.key,
-            "authEndpoint": "/pusher/auth",
-        }
-    else:
-        if not settings.mercure.configured:
-            raise BadRequest(delivery_not_configured("Mercure"))
-        assert settings.mercure.hub_url  # configured says so
-        where = {
-            "hubUrl": settings.mercure.hub_url,
-            "topic": thread_topic(settings.public_url, thread_id),
-            "tokenEndpoint": f"/mercure/token?threadId={thread_id}",
-        }
+    if not settings.mercure.configured:
+        raise BadRequest(delivery_not_configured("Mercure"))
+    assert settings.mercure.hub_url  # configured says so
+    return {
+        "hubUrl": settings.mercure.hub_url,
+        "topic": thread_topic(settings.public_url, thread_id),
+        "tokenEndpoint": f"/mercure/token?threadId={thread_id}",
+    }
+
+
+#: where each push delivery tells the browser to listen (refused when not configured)
+_PUSH_WHERE: Mapping[PushKind, Callable[[str], dict[str, str]]] = {
+    "pusher": _pusher_where,
+    "mercure": _mercure_where,
+}
+
+
+def push(job: TurnJob | ContinueJob, delivery: PushKind) -> Response:
+    where = _PUSH_WHERE[delivery](job.thread_id)
     _send(job.to(Target(delivery)))
-    response = jsonify({"threadId": thread_id, "delivery": delivery, **where, "runId": job.run_id})
+    body = {"threadId": job.thread_id, "delivery": delivery, **where, "runId": job.run_id}
+    response = jsonify(body)
     response.status_code = 202
     return response
 
@@ -163,3 +175,11 @@ def _relayed(
             yield encode_event(frame)
     finally:
         reader.close()
+
+
+#: every delivery by its ``?delivery=`` name (the names of RELAYLINE_DELIVERY)
+DELIVERIES: Mapping[str, Callable[[TurnJob | ContinueJob], Response]] = {
+    "relay": relay,
+    "pusher": lambda job: push(job, "pusher"),
+    "mercure": lambda job: push(job, "mercure"),
+}

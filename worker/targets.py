@@ -3,11 +3,11 @@ push channel (Pusher or Mercure), or nowhere (NullChannel)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from channels import MercureChannel, NullChannel, PusherChannel, RedisChannel
 from shared.delivery import Channel
-from shared.jobs import Target
+from shared.jobs import Target, TargetKind
 from shared.settings import Settings
 from worker.resources import Resources
 
@@ -15,19 +15,35 @@ from worker.resources import Resources
 AWAIT_LISTENER = 5.0
 
 
+def _relay(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
+    name = target.channel
+    assert name is not None  # a relay Target always names its channel
+    return lambda: RedisChannel(res.redis, name, await_listener=AWAIT_LISTENER)
+
+
+def _pusher(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
+    return lambda: PusherChannel.from_settings(res.settings, thread_id)
+
+
+def _mercure(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
+    return lambda: MercureChannel.from_settings(res.settings, thread_id)
+
+
+def _nowhere(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
+    return NullChannel
+
+
+#: a fresh channel per segment for each target kind (Target refuses unknown kinds)
+CHANNELS: Mapping[TargetKind, Callable[[Target, str, Resources], Callable[[], Channel]]] = {
+    "relay": _relay,
+    "pusher": _pusher,
+    "mercure": _mercure,
+    "none": _nowhere,
+}
+
+
 def channel_factory(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
-    kind = target.kind
-    if kind == "relay":
-        name = target.channel
-        assert name is not None  # a relay Target always names its channel
-        return lambda: RedisChannel(res.redis, name, await_listener=AWAIT_LISTENER)
-    if kind == "pusher":
-        return lambda: PusherChannel.from_settings(res.settings, thread_id)
-    if kind == "mercure":
-        return lambda: MercureChannel.from_settings(res.settings, thread_id)
-    if kind == "none":
-        return NullChannel
-    raise ValueError(f"Unknown delivery target {target!r}.")
+    return CHANNELS[target.kind](target, thread_id, res)
 
 
 def push_target(settings: Settings) -> Target:
