@@ -12,6 +12,10 @@ from tests.support.redis_server import RedisDatabases, redis_server
 from tests.support.soketi import Soketi, ensure_node_modules, soketi_server
 from tests.support.vercel import VercelSchema, vercel_schema_checker
 
+# The channel behaviour suite keeps its asserts in a plain module that the unit (memory)
+# and integration (Redis, Pusher, Mercure) suites run: have pytest explain its failures.
+pytest.register_assert_rewrite("tests.support.channel_behaviour")
+
 
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> Iterator[str]:

@@ -5,10 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-# The suite's asserts live in a plain module: have pytest explain their failures too.
-pytest.register_assert_rewrite("tests.integration.channels.behaviour")
-
-from tests.integration.channels.redis_support import FlakyRedis, flaky  # noqa: E402 (after the rewrite hook)
+from tests.support.channel_redis import FlakyRedis, flaky
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from shared.adapters import NativeAdapter
 from shared.agent import Agent
 from shared.persistence import Store
 from shared.sse import encode_sse
-from tests.integration.channels.behaviour import suite_spec
+from tests.support.channel_behaviour import suite_spec
 
 
 def main(redis_url: str, channel: str, database_url: str, message: str, most: str = "") -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -27,21 +27,15 @@ from shared.agent import Agent, AgentSpec
 from shared.events import ProtocolEvent
 from shared.persistence import Store
 from shared.providers import ScriptedProvider
-from tests.integration.channels.behaviour import ChannelBehaviour, terminal_arrived
-from tests.support.mercure_hub import MercureHub, mercure_hub
+from tests.support.channel_behaviour import ChannelBehaviour, terminal_arrived
+from tests.support.channel_support import State
+from tests.support.mercure_hub import MercureHub
 from tests.support.mercure_sse import HubSubscription, publish
-from tests.unit.channels.support import State
 
 pytestmark = pytest.mark.integration
 
 LONG = "Perugia è bella / 😀 日本語 " * 300
 DONE = State("thread-42")
-
-
-@pytest.fixture(scope="module")
-def hub() -> Iterator[MercureHub]:
-    with mercure_hub() as running:
-        yield running
 
 
 def topic_for(name: str) -> str:

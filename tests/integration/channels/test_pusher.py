@@ -9,7 +9,7 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -24,24 +24,16 @@ from shared.agent import Agent, AgentSpec
 from shared.events import ProtocolEvent
 from shared.persistence import Store
 from shared.providers import ScriptedProvider
-from tests.integration.channels.behaviour import ChannelBehaviour, terminal_arrived
+from tests.support.channel_behaviour import ChannelBehaviour, terminal_arrived
+from tests.support.channel_support import State
 from tests.support.pusher_js import PusherJs
-from tests.support.soketi import NODE, Soketi, ensure_node_modules, soketi_server
-from tests.unit.channels.support import State
+from tests.support.soketi import Soketi
 
 pytestmark = pytest.mark.integration
 
 KEY = base64.b64encode(os.urandom(32)).decode()
-CLIENT = NODE / "pusher-client"
 LONG = "Perugia è bella / 😀 日本語 " * 300
 DONE = State("thread-42")
-
-
-@pytest.fixture(scope="module")
-def soketi() -> Iterator[Soketi]:
-    ensure_node_modules(CLIENT)
-    with soketi_server() as server:
-        yield server
 
 
 def pusher_name(name: str, encrypted: bool) -> str:

@@ -13,9 +13,9 @@ import redis
 
 from channels import AbstractChannel, ChannelConfigError, PublishError, RedisChannel
 from shared.events import ProtocolEvent
-from tests.integration.channels.behaviour import ChannelBehaviour
-from tests.integration.channels.redis_support import FlakyRedis, RedisSubscription, flaky
-from tests.unit.channels.support import State
+from tests.support.channel_behaviour import ChannelBehaviour
+from tests.support.channel_redis import FlakyRedis, RedisSubscription, flaky
+from tests.support.channel_support import State
 
 pytestmark = pytest.mark.integration
 

@@ -32,9 +32,9 @@ from shared.errors import RunFailedError
 from shared.events import ProtocolEvent
 from shared.persistence import Store
 from shared.sse import encode_event
-from tests.integration.channels.behaviour import LONG_RESULT, suite_spec
-from tests.integration.channels.redis_support import FlakyRedis, numsub
-from tests.unit.channels.support import State
+from tests.support.channel_behaviour import LONG_RESULT, suite_spec
+from tests.support.channel_redis import FlakyRedis, numsub
+from tests.support.channel_support import State
 
 pytestmark = pytest.mark.integration
 

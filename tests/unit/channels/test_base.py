@@ -20,7 +20,7 @@ from channels.errors import (
 )
 from shared.delivery import Channel
 from shared.events import ProtocolEvent
-from tests.unit.channels.support import STREAM_ID, Memory, State
+from tests.support.channel_support import STREAM_ID, Memory, State
 
 DONE = State("thread-42")
 

@@ -18,7 +18,7 @@ from channels.errors import ChannelLimitError, EnvelopeError
 from channels.fragments import Fragment, fragment_envelopes, join_parts, largest
 from shared.events import ProtocolEvent
 from shared.jsonutil import dumps
-from tests.unit.channels.support import STREAM_ID, Memory, State
+from tests.support.channel_support import STREAM_ID, Memory, State
 
 
 def test_envelope_key_order_and_compact_utf8() -> None:

@@ -22,7 +22,7 @@ from shared.interrupts import ApprovalRequest, ToolResultsRequest
 from shared.persistence import Store
 from shared.providers import ScriptedProvider
 from tests.support.agents import build_spec
-from tests.unit.channels.support import Memory
+from tests.support.channel_support import Memory
 
 
 class Segments:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from channels import MemoryChannel
-from tests.integration.channels.behaviour import ChannelBehaviour, terminal_arrived
+from tests.support.channel_behaviour import ChannelBehaviour, terminal_arrived
 
 
 class MemorySubscription:

@@ -17,8 +17,8 @@ from channels.errors import PublishError
 from channels.mercure import publisher_token, thread_topic
 from shared.events import ProtocolEvent
 from shared.settings import MercureSettings, Settings
+from tests.support.channel_support import State
 from tests.support.mercure_hub import StandInServer
-from tests.unit.channels.support import State
 
 DONE = State("thread-42")
 KEY = "publisher-key-of-at-least-32-bytes!"

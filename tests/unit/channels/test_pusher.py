@@ -20,8 +20,8 @@ from channels.errors import PublishError
 from channels.pusher import ENCRYPTED_EVENT_BUDGET, PusherChannel, pusher_client, thread_channel
 from shared.events import ProtocolEvent
 from shared.settings import PusherSettings, Settings
+from tests.support.channel_support import State
 from tests.support.mercure_hub import Recorded, StandInServer
-from tests.unit.channels.support import State
 
 DONE = State("thread-42")
 KEY = base64.b64encode(bytes(range(32))).decode()

@@ -18,7 +18,7 @@ from channels import (
 from channels.testing import Interruption
 from shared.delivery import Channel
 from shared.events import ProtocolEvent
-from tests.unit.channels.support import State
+from tests.support.channel_support import State
 
 
 def test_records_sends_and_lifecycle_in_order() -> None:

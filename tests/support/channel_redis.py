@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import redis
 
-from tests.integration.channels.behaviour import terminal_arrived
+from tests.support.channel_behaviour import terminal_arrived
 
 
 def flaky(url: str) -> FlakyRedis:
