@@ -23,7 +23,7 @@ from tests.support.node_suites import install_node_packages, run_node_tests
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import Worker, fresh_env, running_stack
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
 AGUI_DIR = Path(__file__).parent / "agui"
 #: seconds the whole Node suite may take (it runs on a loaded 2-core machine at times)

@@ -20,7 +20,7 @@ from tests.support.node_suites import install_node_packages, run_node_tests
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import fresh_env, running_stack
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
 COPILOTKIT_DIR = Path(__file__).parent / "copilotkit"
 #: seconds the whole Node suite may take (it runs on a loaded 2-core machine at times)

@@ -20,7 +20,7 @@ from tests.support.node_suites import install_node_packages, run_node_tests
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import fresh_env, running_stack
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
 LM_AGUI_DIR = Path(__file__).parent / "lm-agui"
 #: the named agent the suite talks to

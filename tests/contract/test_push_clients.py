@@ -30,7 +30,7 @@ from tests.support.push_stack import push_stack
 from tests.support.redis_server import RedisDatabases
 from tests.support.soketi import Soketi
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
 PUSH_DIR = Path(__file__).parent / "push"
 #: seconds one run of the Node suite may take

@@ -27,7 +27,7 @@ from tests.support.redis_server import RedisDatabases
 from tests.support.stack import Worker, fresh_env
 from web import create_app
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
 VERCEL_DIR = Path(__file__).parent / "vercel"
 BUILD_DIR = VERCEL_DIR / "build"

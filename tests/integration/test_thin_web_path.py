@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
@@ -21,11 +21,10 @@ from shared.interrupts import ToolResultsRequest
 from shared.jobs import TurnJob
 from shared.messages import Message
 from shared.persistence import Store
+from tests.support.redis_server import RedisDatabases
 from tests.support.stack import WebServer, fresh_env
 
 pytestmark = pytest.mark.integration
-
-REDIS_DB = 3
 
 
 class Web:
@@ -49,7 +48,7 @@ class Web:
         ) as response:
             assert response.status_code == 200, response.text
             # The job is sent before the response starts: the queue holds it now.
-            queued = self.broker.lrange("celery", 0, -1)
+            queued = cast(list[bytes], self.broker.lrange("celery", 0, -1))  # sync client
         assert len(queued) == 1
         return len(self.queries), json.loads(queued[0])
 
@@ -59,18 +58,19 @@ class Web:
 
 
 @pytest.fixture(scope="module")
-def web(tmp_path_factory: pytest.TempPathFactory, redis_base_url: str) -> Iterator[Web]:
-    counts = tmp_path_factory.mktemp("thin")
-    env = fresh_env(counts, redis_base_url, REDIS_DB)
-    server = WebServer(env, {"RELAYLINE_HEARTBEAT_SECONDS": 0.05})
-    broker = redis.Redis.from_url(env["REDIS_URL"])
-    store = Store(env["DATABASE_URL"])
-    try:
-        yield Web(server, broker, store)
-    finally:
-        server.stop()
-        broker.close()
-        store.dispose()
+def web(tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases) -> Iterator[Web]:
+    # A database of its own: the tests read the jobs on its "celery" queue.
+    with redis_databases.database("thin web path") as redis_url:
+        env = fresh_env(tmp_path_factory.mktemp("thin"), redis_url)
+        server = WebServer(env, {"RELAYLINE_HEARTBEAT_SECONDS": 0.05})
+        broker = redis.Redis.from_url(redis_url)
+        store = Store(env["DATABASE_URL"])
+        try:
+            yield Web(server, broker, store)
+        finally:
+            server.stop()
+            broker.close()
+            store.dispose()
 
 
 def _thread_of(store: Store, thread_id: str, turns: int) -> list[dict[str, Any]]:
@@ -192,3 +192,13 @@ def test_the_job_is_the_typed_contract(web: Web) -> None:
     assert job.thread_id == "thin-typed" and job.protocol == "agui"
     assert job.target is not None and job.target.kind == "relay"
     assert job.message.text == "Typed"
+
+
+def test_the_broker_headers_never_carry_the_persons_text(web: Web) -> None:
+    held = _thread_of(web.store, "thin-private", 1)
+    _, message = web.post_agui(_body("thin-private", held, "my secret diagnosis"))
+
+    headers = json.dumps(message["headers"])
+    assert "my secret diagnosis" not in headers  # Celery would put a repr of it there
+    assert "thin-private" in message["headers"]["kwargsrepr"]  # still names the job
+    assert "my secret diagnosis" in _decoded_body(message)  # the worker gets it all
