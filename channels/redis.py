@@ -115,6 +115,7 @@ class RedisChannelReader:
         self.name = name
         self.timeout = timeout
         self._pubsub: PubSub | None = None
+        self._confirmed = False
 
     def __enter__(self) -> RedisChannelReader:
         self.subscribe()
@@ -128,18 +129,37 @@ class RedisChannelReader:
     ) -> None:
         self.close()
 
-    def subscribe(self) -> None:
-        """SUBSCRIBE and wait for the server's confirmation, so that from now on a
-        publisher's NUMSUB counts this reader. Idempotent."""
-        if self._pubsub is not None:
+    def subscribe(self, *, confirm: bool = True) -> None:
+        """SUBSCRIBE and (``confirm``) wait for the server's confirmation, so that from
+        now on a publisher's NUMSUB counts this reader. Idempotent.
+
+        ``confirm=False`` only sends the command, so that the caller can enqueue the
+        publishing job during the round trip and ``confirm()`` after: Redis answers a
+        connection's commands in order, so the confirmation still precedes every
+        message, and a publisher that awaits a listener never publishes to nobody."""
+        if self._pubsub is None:
+            self._pubsub = self.client.pubsub()  # type: ignore[no-untyped-call]
+            self._confirmed = False
+            try:
+                self._pubsub.subscribe(self.name)
+            except BaseException:
+                self.close()
+                raise
+        if confirm:
+            self.confirm()
+
+    def confirm(self) -> None:
+        """Wait for the confirmation of ``subscribe(confirm=False)``; idempotent."""
+        if self._confirmed:
             return
-        self._pubsub = self.client.pubsub()  # type: ignore[no-untyped-call]
+        if self._pubsub is None:
+            raise ChannelReadError(f"Redis channel {self.name} was never subscribed.")
         try:
-            self._pubsub.subscribe(self.name)
             deadline = time.monotonic() + self.timeout
             while (left := deadline - time.monotonic()) > 0:
                 message = self._pubsub.get_message(timeout=left)
                 if message is not None and message["type"] == "subscribe":
+                    self._confirmed = True
                     return
             raise ChannelReadError(
                 f"Redis channel {self.name} did not confirm the subscription within "

@@ -140,9 +140,13 @@ def relay(job: TurnJob | ContinueJob) -> Response:
     svc = services()
     name = f"relayline:relay:{uuid.uuid4().hex}"
     reader = RedisChannelReader(svc.redis, name, timeout=svc.settings.relay_timeout)
-    reader.subscribe()  # before enqueuing: Pub/Sub keeps nothing for late listeners
+    # SUBSCRIBE goes out before the job (Pub/Sub keeps nothing for late listeners);
+    # its confirmation is awaited while the job travels, and the worker publishes only
+    # once it sees this listener.
+    reader.subscribe(confirm=False)
     try:
         _send(job.to(Target("relay", name)))
+        reader.confirm()
     except BaseException:
         reader.close()
         raise

@@ -207,6 +207,43 @@ def test_a_refused_subscription_fails_subscribe_itself(client: FlakyRedis, name:
         client.acl_deluser(user)
 
 
+def test_an_unconfirmed_subscription_still_hears_everything_once_confirmed(
+    client: FlakyRedis, name: str
+) -> None:
+    """The relay sends SUBSCRIBE, enqueues the job, then awaits the confirmation: what
+    a publisher sends in between is neither lost nor read as the confirmation."""
+    reader = RedisChannelReader(client, name, timeout=5)
+    reader.subscribe(confirm=False)
+    channel = RedisChannel(client, name, await_listener=5)  # what the worker does
+    channel.send(ProtocolEvent("text", {"content": "early"}))
+    channel.completed(DONE, "wf-1")
+    reader.confirm()
+    assert numsub(client, name) == 1
+    seen: list[ProtocolEvent] = []
+    end = reader.listen(seen.append)
+    assert seen == [ProtocolEvent("text", {"content": "early"}), end]
+    assert end == ProtocolEvent("stream.completed", {"workflowId": "wf-1"})
+    assert numsub(client, name) == 0
+
+
+def test_a_refused_unconfirmed_subscription_fails_confirm(client: FlakyRedis, name: str) -> None:
+    user = f"relayline-test-{uuid.uuid4().hex[:8]}"
+    client.acl_setuser(
+        user, enabled=True, nopass=True, commands=["+@all"], keys=["*"], reset_channels=True
+    )
+    try:
+        where = client.connection_pool.connection_kwargs
+        limited = redis.Redis(host=where["host"], port=where["port"], username=user)
+        reader = RedisChannelReader(limited, name, timeout=5)
+        reader.subscribe(confirm=False)
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            reader.confirm()
+        assert numsub(client, name) == 0
+        limited.close()
+    finally:
+        client.acl_deluser(user)
+
+
 def test_a_throwing_callback_ends_the_subscription(client: FlakyRedis, name: str) -> None:  # C25
     reader = RedisChannelReader(client, name, timeout=5)
     reader.subscribe()
