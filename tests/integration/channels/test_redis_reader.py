@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -188,23 +189,30 @@ def test_silence_past_the_timeout_is_an_error_and_the_client_stays_usable(
         RedisChannelReader(client, name, timeout=0)
 
 
-def test_a_refused_subscription_fails_subscribe_itself(client: FlakyRedis, name: str) -> None:
-    """subscribe() reads the server's answer, so an ACL refusal surfaces before the
-    endpoint dispatches a job that would publish to nobody."""
+@contextlib.contextmanager
+def no_channels_allowed(client: FlakyRedis) -> Iterator[redis.Redis]:
+    """A client of a throwaway ACL user that may subscribe to no channel."""
     user = f"relayline-test-{uuid.uuid4().hex[:8]}"
     client.acl_setuser(
         user, enabled=True, nopass=True, commands=["+@all"], keys=["*"], reset_channels=True
     )
+    where = client.connection_pool.connection_kwargs
+    limited = redis.Redis(host=where["host"], port=where["port"], username=user)
     try:
-        where = client.connection_pool.connection_kwargs
-        limited = redis.Redis(host=where["host"], port=where["port"], username=user)
+        yield limited
+    finally:
+        limited.close()
+        client.acl_deluser(user)
+
+
+def test_a_refused_subscription_fails_subscribe_itself(client: FlakyRedis, name: str) -> None:
+    """subscribe() reads the server's answer, so an ACL refusal surfaces before the
+    endpoint dispatches a job that would publish to nobody."""
+    with no_channels_allowed(client) as limited:
         reader = RedisChannelReader(limited, name, timeout=5)
         with pytest.raises(redis.exceptions.NoPermissionError):
             reader.subscribe()
         assert numsub(client, name) == 0
-        limited.close()
-    finally:
-        client.acl_deluser(user)
 
 
 def test_an_unconfirmed_subscription_still_hears_everything_once_confirmed(
@@ -227,21 +235,12 @@ def test_an_unconfirmed_subscription_still_hears_everything_once_confirmed(
 
 
 def test_a_refused_unconfirmed_subscription_fails_confirm(client: FlakyRedis, name: str) -> None:
-    user = f"relayline-test-{uuid.uuid4().hex[:8]}"
-    client.acl_setuser(
-        user, enabled=True, nopass=True, commands=["+@all"], keys=["*"], reset_channels=True
-    )
-    try:
-        where = client.connection_pool.connection_kwargs
-        limited = redis.Redis(host=where["host"], port=where["port"], username=user)
+    with no_channels_allowed(client) as limited:
         reader = RedisChannelReader(limited, name, timeout=5)
         reader.subscribe(confirm=False)
         with pytest.raises(redis.exceptions.NoPermissionError):
             reader.confirm()
         assert numsub(client, name) == 0
-        limited.close()
-    finally:
-        client.acl_deluser(user)
 
 
 def test_a_throwing_callback_ends_the_subscription(client: FlakyRedis, name: str) -> None:  # C25
