@@ -13,7 +13,7 @@
    first SSE body byte, against the real stack (one Celery worker process, idle, and the
    production web server), against the same turn in-process (``Agent.stream`` with the
    same test agent, a SQLite store and the native adapter) to its first item.
-   Target: p50 overhead at most 20 ms.
+   Target: p50 overhead at most 5 ms (was 20 ms; the code-shape issue set 5).
 3. Fan-out: 1,000 relayed SSE streams held by one asyncio client, each fed 10 events a
    second for 30 seconds by publisher processes standing in for workers (RedisChannel,
    real envelopes, PUBLISH pipelined per tick). Every event must arrive, in order; p99
@@ -547,8 +547,8 @@ def part_dispatch(redis_url: str, plan: Plan, logdir: Path) -> list[Row]:
             ms(p50),
             ms(base50),
             f"+{ms(p50 - base50)} ({p50 / base50:.2f}x)",
-            "<= +20 ms",
-            verdict(p50 - base50 <= 20e6),
+            "<= +5 ms",
+            verdict(p50 - base50 <= 5e6),
         ),
         *quantile_rows("2", label, relayed_ns, local_ns, [("p90", 0.9), ("max", 1.0)]),
     ]
