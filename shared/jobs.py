@@ -22,6 +22,7 @@ from shared.tools import FrontendTool, FrontendToolJSON
 RUN_TURN: Final = "relayline.run_turn"
 CONTINUE_RUN: Final = "relayline.continue_run"
 EXPIRE_WAIT: Final = "relayline.expire_wait"
+RECOVER_RUN: Final = "relayline.recover_run"
 
 ProtocolName = Literal["agui", "vercel", "native"]
 PROTOCOL_NAMES: Final[tuple[ProtocolName, ...]] = ("agui", "vercel", "native")
@@ -119,6 +120,10 @@ class ExpireJobJSON(_JobJSON):
     attempt: int
 
 
+class RecoverJobJSON(_JobJSON):
+    attempt: int
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Job:
     """What every job names: the thread, the agent, who asks, the run, the protocol
@@ -155,7 +160,7 @@ class Job:
         return head
 
     @staticmethod
-    def _head_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    def head_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         for key in ("threadId", "runId", "protocol"):
             if not isinstance(data.get(key), str):
                 raise JobError(f"A job needs a string {key!r}.")
@@ -191,7 +196,7 @@ class TurnJob(Job):
         if not isinstance(message, Mapping) or not isinstance(message.get("id"), str):
             raise JobError("A turn job needs a message with an id and a text.")
         return cls(
-            **cls._head_fields(data),
+            **cls.head_fields(data),
             message=UserTurn(message["id"], str(message.get("text", ""))),
             frontend_tools=tuple(FrontendTool.from_json(t) for t in data.get("frontendTools", ())),
         )
@@ -218,7 +223,7 @@ class ContinueJob(Job):
         if not isinstance(data.get("attempt"), int) or not isinstance(data.get("answers"), dict):
             raise JobError("A continue job needs an integer attempt and an answers map.")
         return cls(
-            **cls._head_fields(data),
+            **cls.head_fields(data),
             attempt=data["attempt"],
             answers=data["answers"],
             stop_after_tool_call=bool(data.get("stopAfterToolCall", False)),
@@ -238,7 +243,24 @@ class ExpireJob(Job):
     def from_json(cls, data: Mapping[str, Any]) -> ExpireJob:
         if not isinstance(data.get("attempt"), int):
             raise JobError("An expire job needs an integer attempt.")
-        return cls(**cls._head_fields(data), attempt=data["attempt"])
+        return cls(**cls.head_fields(data), attempt=data["attempt"])
 
 
-AnyJob = TurnJob | ContinueJob | ExpireJob
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RecoverJob(Job):
+    """Continue the running run ``run_id`` from its last checkpoint at ``attempt``: its
+    worker's heartbeat lapsed (the sweeper sends this job)."""
+
+    attempt: int
+
+    def to_json(self) -> RecoverJobJSON:
+        return {**self._head(), "attempt": self.attempt}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RecoverJob:
+        if not isinstance(data.get("attempt"), int):
+            raise JobError("A recover job needs an integer attempt.")
+        return cls(**cls.head_fields(data), attempt=data["attempt"])
+
+
+AnyJob = TurnJob | ContinueJob | ExpireJob | RecoverJob

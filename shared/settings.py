@@ -89,6 +89,12 @@ class Settings:
     #: RELAYLINE_RELAY_TIMEOUT, seconds a relayed response waits for the worker's next
     #: event before it gives up
     relay_timeout: float = 300.0
+    #: RELAYLINE_HEARTBEAT_TTL, seconds a worker's heartbeat on a run it executes lives
+    #: unrenewed: a run whose heartbeat lapsed is recovered by another worker
+    heartbeat_ttl: float = 15.0
+    #: RELAYLINE_HEARTBEAT_INTERVAL, seconds between heartbeat renewals, and between the
+    #: sweeps that look for lapsed heartbeats
+    heartbeat_interval: float = 5.0
     #: OPENAI_API_KEY, for agents that use OpenAIProvider.from_settings
     openai_api_key: str | None = None
     #: OPENAI_BASE_URL, an OpenAI-compatible chat completions API
@@ -97,6 +103,11 @@ class Settings:
     model: str | None = None
 
     def __post_init__(self) -> None:
+        if not 0 < self.heartbeat_interval < self.heartbeat_ttl:
+            raise ValueError(
+                "RELAYLINE_HEARTBEAT_INTERVAL must be positive and shorter than "
+                "RELAYLINE_HEARTBEAT_TTL, or a living worker's heartbeat lapses."
+            )
         if self.auth == "token" and self.secret_key == DEV_SECRET_KEY:
             raise ValueError(
                 "RELAYLINE_AUTH=token needs SECRET_KEY: with the built-in development "
@@ -124,6 +135,8 @@ class Settings:
         pusher_port = _number(get("PUSHER_PORT"), "PUSHER_PORT", int)
         port = _number(get("PORT"), "PORT", int)
         timeout = _number(get("RELAYLINE_RELAY_TIMEOUT"), "RELAYLINE_RELAY_TIMEOUT", float)
+        ttl = _number(get("RELAYLINE_HEARTBEAT_TTL"), "RELAYLINE_HEARTBEAT_TTL", float)
+        beat = _number(get("RELAYLINE_HEARTBEAT_INTERVAL"), "RELAYLINE_HEARTBEAT_INTERVAL", float)
         return cls(
             database_url=get("DATABASE_URL") or cls.database_url,
             redis_url=get("REDIS_URL"),
@@ -149,6 +162,8 @@ class Settings:
                 subscriber_jwt_key=get("MERCURE_SUBSCRIBER_JWT_KEY"),
             ),
             relay_timeout=float(timeout) if timeout is not None else cls.relay_timeout,
+            heartbeat_ttl=float(ttl) if ttl is not None else cls.heartbeat_ttl,
+            heartbeat_interval=float(beat) if beat is not None else cls.heartbeat_interval,
             openai_api_key=get("OPENAI_API_KEY"),
             openai_base_url=get("OPENAI_BASE_URL") or cls.openai_base_url,
             model=get("RELAYLINE_MODEL"),

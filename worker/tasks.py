@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 from celery import Task
+from celery.signals import worker_ready, worker_shutdown
 
 from shared.agent import Agent, Continuation
 from shared.agent.agent import Segment
@@ -23,6 +24,7 @@ from shared.interrupts import ToolResultsRequest
 from shared.jobs import (
     CONTINUE_RUN,
     EXPIRE_WAIT,
+    RECOVER_RUN,
     RUN_TURN,
     AnyJob,
     ClientSeed,
@@ -31,6 +33,8 @@ from shared.jobs import (
     ExpireJob,
     ExpireJobJSON,
     JobError,
+    RecoverJob,
+    RecoverJobJSON,
     Target,
     TurnJob,
     TurnJobJSON,
@@ -39,7 +43,8 @@ from shared.messages import Message
 from shared.protocols import adapter_factory, failure_frames
 from shared.protocols.agui.seed import agui_seed
 from shared.tools import redactions
-from worker.app import LEASE_SECONDS, app
+from worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
+from worker.liveness import Heartbeat, Sweeper
 from worker.resources import Resources, resources
 from worker.targets import channel_factory, push_target
 
@@ -89,10 +94,28 @@ def _publish_failure(res: Resources, job: AnyJob, error: BaseException) -> None:
         logger.exception("could not publish the failure of thread %s", job.thread_id)
 
 
+def _heartbeat(res: Resources, job: AnyJob) -> Heartbeat:
+    """The run's heartbeat while this task executes it (worker.liveness)."""
+    return Heartbeat(
+        res.redis,
+        job,
+        ttl=res.settings.heartbeat_ttl,
+        interval=res.settings.heartbeat_interval,
+        keep_job=TASK_TIME_LIMIT,
+    )
+
+
 def _execute(
     task: AnyTask, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]
 ) -> str:
     res = resources()
+    with _heartbeat(res, job):
+        return _execute_beating(task, res, job, build)
+
+
+def _execute_beating(
+    task: AnyTask, res: Resources, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]
+) -> str:
     try:
         agent = _agent(task, res, job)
         segment = build(agent, res)
@@ -166,10 +189,15 @@ def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
     """Settles the wait's pending calls with timeout errors, unless the run moved on."""
     expiry = ExpireJob.from_json(job)
     res = resources()
+    with _heartbeat(res, expiry):
+        return _expire(self, res, expiry)
+
+
+def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:
     record = res.store.current_run(expiry.thread_id)
     if record is None or (record.run_id, record.attempt) != (expiry.run_id, expiry.attempt):
         return "moved on"
-    agent = _agent(self, res, expiry)
+    agent = _agent(task, res, expiry)
     try:
         staged = agent.expire_wait()
     except (WorkflowError, RelaylineError):
@@ -178,3 +206,48 @@ def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
         return drain(staged.events()).status
     except RunFailedError:
         return "failed"
+
+
+@app.task(name=RECOVER_RUN, bind=True)
+def recover_run(self: Task[[RecoverJobJSON], str], job: RecoverJobJSON) -> str:
+    """Continue a run whose worker was lost, from its last checkpoint, unless it moved on
+    since the sweeper saw it (another recovery, or its own task redelivered)."""
+    lost = RecoverJob.from_json(job)
+
+    def build(agent: Agent, res: Resources) -> Segment | None:
+        try:
+            return agent.recover(run_id=lost.run_id, attempt=lost.attempt).events()
+        except WorkflowError:
+            return None
+
+    return _execute(self, lost, build)
+
+
+#: the sweeper of this worker's main process (started when the worker is ready)
+_sweepers: list[Sweeper] = []
+
+
+@worker_ready.connect
+def _start_sweeper(**_: object) -> None:
+    res = resources()
+
+    def send(job: RecoverJob) -> None:
+        shown = f"{{'job': <{RECOVER_RUN} thread={job.thread_id} run={job.run_id}>}}"
+        app.send_task(RECOVER_RUN, kwargs={"job": job.to_json()}, argsrepr="()", kwargsrepr=shown)
+
+    sweeper = Sweeper(
+        res.store,
+        res.redis,
+        send,
+        push_target(res.settings),
+        ttl=res.settings.heartbeat_ttl,
+        interval=res.settings.heartbeat_interval,
+    )
+    sweeper.start()
+    _sweepers.append(sweeper)
+
+
+@worker_shutdown.connect
+def _stop_sweeper(**_: object) -> None:
+    while _sweepers:
+        _sweepers.pop().stop()

@@ -194,6 +194,13 @@ class Store:
         with self.engine.connect() as conn:
             return _run(conn, thread_id, run_id)
 
+    def running_runs(self, limit: int = 500) -> list[RunRecord]:
+        """Runs whose status is ``running``, oldest update first (what a sweeper checks
+        for a lapsed heartbeat)."""
+        query = sa.select(runs).where(runs.c.status == "running").order_by(runs.c.updated)
+        with self.engine.connect() as conn:
+            return [_run_record(row) for row in conn.execute(query.limit(limit))]
+
     def begin_run(
         self,
         thread_id: str,

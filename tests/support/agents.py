@@ -22,7 +22,9 @@ from shared.providers.base import ModelDelta, ModelRequest
 class CountingProvider:
     """The scripted provider, counting calls in a file. ``crash_on_call`` kills the process
     (fault injection) when that call number starts: the run's last checkpoint stays.
-    With ``sigkill`` the process dies by SIGKILL, once (a marker file remembers it)."""
+    With ``sigkill`` the process dies by SIGKILL, once (a marker file remembers it); with
+    ``kill_worker`` its parent (the Celery worker's main process) dies first, as when a
+    whole worker is lost and nothing is left to redeliver the task."""
 
     def __init__(
         self,
@@ -30,11 +32,13 @@ class CountingProvider:
         counts: Path,
         crash_on_call: int | None = None,
         sigkill: bool = False,
+        kill_worker: bool = False,
     ):
         self.inner = ScriptedProvider(script)
         self.counts = counts
         self.crash_on_call = crash_on_call
         self.sigkill = sigkill
+        self.kill_worker = kill_worker
 
     def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
         calls = count(self.counts, "model") + 1
@@ -43,6 +47,8 @@ class CountingProvider:
                 os._exit(17)
             if count(self.counts, "killed") == 0:
                 bump(self.counts, "killed")
+                if self.kill_worker:
+                    os.kill(os.getppid(), signal.SIGKILL)
                 os.kill(os.getpid(), signal.SIGKILL)
         bump(self.counts, "model")
         yield from self.inner.stream(request)
@@ -133,6 +139,7 @@ def build_spec(
     crash_on_call: int | None = None,
     frontend_wait_timeout: float | None = None,
     sigkill: bool = False,
+    kill_worker: bool = False,
 ) -> AgentSpec:
     @tool(requires_approval=True)
     def delete_file(path: str) -> str:
@@ -177,7 +184,7 @@ def build_spec(
         return "together"
 
     return AgentSpec(
-        provider=CountingProvider(BATCH_SCRIPT, counts, crash_on_call, sigkill),
+        provider=CountingProvider(BATCH_SCRIPT, counts, crash_on_call, sigkill, kill_worker),
         tools=[delete_file, weather, meet],
         frontend_tools=[
             FrontendTool("read_title", "Read the page title"),
@@ -195,12 +202,14 @@ def build_spec(
 
 def env_spec() -> AgentSpec:
     """The test agent for worker processes: counts go to $RELAYLINE_TEST_COUNTS."""
-    crash = os.environ.get("RELAYLINE_TEST_SIGKILL_ON_CALL")
+    lose_worker = os.environ.get("RELAYLINE_TEST_KILL_WORKER_ON_CALL")
+    crash = lose_worker or os.environ.get("RELAYLINE_TEST_SIGKILL_ON_CALL")
     wait = os.environ.get("RELAYLINE_TEST_WAIT_TIMEOUT")
     return build_spec(
         # The web process only stages inputs (it never runs the model or tools).
         Path(os.environ.get("RELAYLINE_TEST_COUNTS", tempfile.gettempdir())),
         crash_on_call=int(crash) if crash else None,
         sigkill=True,
+        kill_worker=bool(lose_worker),
         frontend_wait_timeout=float(wait) if wait else None,
     )

@@ -215,3 +215,22 @@ def test_a_child_environment_keeps_ours_between_defaults_and_overrides(
     assert env["RELAYLINE_TEST_CHILD"] == "ours"
     assert env["RELAYLINE_TEST_NEW"] == "default"
     assert env["RELAYLINE_TEST_KEPT"] == "override"
+
+
+def test_the_heartbeat_defaults_recover_a_lost_worker_within_30_seconds() -> None:
+    settings = Settings.from_env({})
+    # Lapse after the ttl, seen by the next sweep: worst case ttl + interval.
+    assert settings.heartbeat_ttl + settings.heartbeat_interval <= 20
+
+
+def test_the_heartbeat_is_configurable() -> None:
+    env = {"RELAYLINE_HEARTBEAT_TTL": "6", "RELAYLINE_HEARTBEAT_INTERVAL": "2"}
+    settings = Settings.from_env(env)
+    assert (settings.heartbeat_ttl, settings.heartbeat_interval) == (6.0, 2.0)
+
+
+@pytest.mark.parametrize(("ttl", "interval"), [("5", "5"), ("5", "9")])
+def test_a_renewal_slower_than_the_heartbeat_ttl_is_refused(ttl: str, interval: str) -> None:
+    env = {"RELAYLINE_HEARTBEAT_TTL": ttl, "RELAYLINE_HEARTBEAT_INTERVAL": interval}
+    with pytest.raises(ValueError, match="RELAYLINE_HEARTBEAT_INTERVAL"):
+        Settings.from_env(env)

@@ -1,0 +1,221 @@
+"""Liveness of runs, so that a worker lost mid-run (SIGKILL, OOM, a lost node) never
+locks its thread for the broker's visibility timeout.
+
+A task executing a run keeps a short heartbeat in Redis (``Heartbeat``: set before the
+run is admitted, renewed every ``heartbeat_interval`` seconds, living ``heartbeat_ttl``
+seconds unrenewed) and records the job it executes. Every worker's main process runs a
+``Sweeper`` thread; under a Redis lock held for one interval, one of them per interval
+looks at the ``running`` runs a Celery task executes and enqueues the recovery of each
+whose heartbeat lapsed: ``relayline.recover_run`` continues it from its last checkpoint
+at the attempt it was seen at, and admitting the recovery moves the attempt on, so the
+lost worker (or a slow one that comes back) can never write again.
+
+Why a sweeper in every worker rather than a Celery beat schedule: operators run
+workers already (the Procfile has web and worker); a beat process is one more thing to
+forget, and one that is down would silently stop recovery. The lock keeps the sweeps
+of many workers to one per interval.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import cast
+
+import redis
+
+from shared.jobs import AnyJob, Job, JobError, RecoverJob, Target
+from shared.jsonutil import dumps
+from shared.persistence import RunRecord, Store
+
+logger = logging.getLogger("relayline.liveness")
+
+SWEEP_LOCK = "relayline:sweeper"
+
+
+def heartbeat_key(run_id: str) -> str:
+    # The hash tag keeps one run's keys in one Redis Cluster slot.
+    return f"relayline:{{run:{run_id}}}:hb"
+
+
+def job_key(run_id: str) -> str:
+    return f"relayline:{{run:{run_id}}}:job"
+
+
+def recovery_key(run_id: str, attempt: int) -> str:
+    return f"relayline:{{run:{run_id}}}:recovery:{attempt}"
+
+
+class Heartbeat:
+    """While open, ``job``'s run has a heartbeat that a daemon thread renews; the job
+    is recorded for ``keep_job`` seconds so that a recovery delivers where it did."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        job: AnyJob,
+        *,
+        ttl: float,
+        interval: float,
+        keep_job: float,
+    ) -> None:
+        self.client = client
+        self.key = heartbeat_key(job.run_id)
+        self.job = job
+        self.ttl_ms = int(ttl * 1000)
+        self.interval = interval
+        self.keep_job = int(keep_job)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Heartbeat:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(self.key, self._holder(), px=self.ttl_ms)
+        pipe.set(job_key(self.job.run_id), dumps(self.job.to_json()), ex=self.keep_job)
+        try:
+            pipe.execute()
+        except redis.RedisError:
+            # The run still executes into history; the renewals below keep trying.
+            logger.warning("could not start the heartbeat of run %s", self.job.run_id)
+        self._thread = threading.Thread(target=self._renew, name="relayline-heartbeat")
+        self._thread.daemon = True  # a lost process takes its heartbeat with it
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        try:
+            # Not executed here any more: a run this task left ``running`` is swept.
+            self.client.delete(self.key)
+        except redis.RedisError:
+            logger.warning("could not drop the heartbeat of run %s", self.job.run_id)
+
+    def _holder(self) -> str:
+        return f"{socket.gethostname()}:{os.getpid()}"
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.client.set(self.key, self._holder(), px=self.ttl_ms)
+            except redis.RedisError:
+                # Redis away: the run goes on; if it stays away the sweep cannot run either.
+                logger.warning("could not renew the heartbeat of run %s", self.job.run_id)
+
+
+def lapsed(
+    store: Store, client: redis.Redis, *, ttl: float, now: datetime | None = None
+) -> list[RunRecord]:
+    """Running runs a Celery task executes (their checkpoint names an executor) whose
+    heartbeat is gone and that nothing wrote for ``ttl`` seconds."""
+    moment = now or datetime.now(UTC)
+    candidates = [
+        record
+        for record in store.running_runs()
+        if "executor" in record.checkpoint and record.updated <= moment - timedelta(seconds=ttl)
+    ]
+    if not candidates:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for record in candidates:
+        pipe.exists(heartbeat_key(record.run_id))
+    alive = pipe.execute()
+    return [record for record, beating in zip(candidates, alive, strict=True) if not beating]
+
+
+def recovery_job(client: redis.Redis, record: RunRecord, fallback: Target) -> RecoverJob:
+    """The recovery of ``record``: delivered as the lost job was, when it was recorded,
+    else natively to ``fallback`` (the configured push channel, or nowhere)."""
+    raw = cast(bytes | None, client.get(job_key(record.run_id)))
+    if raw is not None:
+        try:
+            return RecoverJob(**Job.head_fields(_loads(raw)), attempt=record.attempt)
+        except JobError:
+            logger.warning("the recorded job of run %s is unreadable", record.run_id)
+    return RecoverJob(
+        thread_id=record.thread_id,
+        run_id=record.run_id,
+        protocol="native",
+        target=fallback,
+        attempt=record.attempt,
+    )
+
+
+def _loads(raw: bytes) -> dict[str, object]:
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise JobError("A recorded job is not a JSON object.")
+    return value
+
+
+class Sweeper:
+    """A daemon thread that sweeps every ``interval`` seconds while it holds the lock."""
+
+    def __init__(
+        self,
+        store: Store,
+        client: redis.Redis,
+        send: Callable[[RecoverJob], None],
+        fallback: Target,
+        *,
+        ttl: float,
+        interval: float,
+    ) -> None:
+        self.store = store
+        self.client = client
+        self.send = send
+        self.fallback = fallback
+        self.ttl = ttl
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="relayline-sweeper")
+        self._thread.daemon = True
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sweep(self) -> list[RecoverJob]:
+        """One sweep: the recoveries it enqueued (each run and attempt at most once)."""
+        sent: list[RecoverJob] = []
+        for record in lapsed(self.store, self.client, ttl=self.ttl):
+            claimed = self.client.set(
+                recovery_key(record.run_id, record.attempt), "1", nx=True, ex=int(self.ttl * 4)
+            )
+            if not claimed:
+                continue  # enqueued by an earlier sweep; its worker may still be starting
+            job = recovery_job(self.client, record, self.fallback)
+            self.send(job)
+            sent.append(job)
+            logger.warning(
+                "run %s on thread %s lost its worker; recovery enqueued at attempt %s",
+                record.run_id,
+                record.thread_id,
+                record.attempt,
+            )
+        return sent
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                holder = f"{socket.gethostname()}:{os.getpid()}"
+                # One sweep per interval across all workers; the lock lapses by itself.
+                if self.client.set(SWEEP_LOCK, holder, nx=True, px=int(self.interval * 1000)):
+                    self.sweep()
+            except Exception:
+                logger.exception("the sweep failed; retrying in %s s", self.interval)
