@@ -28,8 +28,9 @@ from channels.errors import (
     PublishError,
 )
 from channels.fragments import Fragment
+from channels.log import LogLimits, SegmentLog, active_segment, announce
 from channels.mercure import MercureChannel, subscriber_token, thread_topic
-from channels.null import NullChannel
+from channels.null import LogOnlyChannel, NullChannel
 from channels.pusher import PusherChannel, pusher_client, thread_channel
 from channels.redis import HEARTBEAT, Heartbeat, RedisChannel, RedisChannelReader
 from channels.testing import FakeChannel, MemoryChannel
@@ -55,6 +56,8 @@ __all__ = [
     "Fragment",
     "GapError",
     "Heartbeat",
+    "LogLimits",
+    "LogOnlyChannel",
     "MemoryChannel",
     "MercureChannel",
     "NullChannel",
@@ -62,7 +65,10 @@ __all__ = [
     "PusherChannel",
     "RedisChannel",
     "RedisChannelReader",
+    "SegmentLog",
     "SegmentState",
+    "active_segment",
+    "announce",
     "is_terminal",
     "pusher_client",
     "subscriber_token",

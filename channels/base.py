@@ -22,25 +22,30 @@ One instance serves one segment: build a fresh channel (and so a fresh streamId)
 
 from __future__ import annotations
 
+import logging
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from channels.envelope import (
     COMPLETED,
     FAILED,
     FRAGMENT,
     INTERRUPTED,
+    TERMINALS,
     encode_envelope,
     encode_json,
-    new_stream_id,
     terminal_data,
     utf8_len,
 )
 from channels.errors import ChannelClosedError, ChannelConfigError, ChannelLimitError, EnvelopeError
 from channels.fragments import fragment_envelopes
+from channels.log import SegmentLog
 from shared.events import ProtocolEvent
+from shared.ids import STREAM_ID, new_stream_id
+
+logger = logging.getLogger("relayline.channel")
 
 
 class SegmentState(Protocol):
@@ -88,6 +93,19 @@ class AbstractChannel(ABC):
         self.ended = False
         #: every error this channel raised, in order
         self.errors: list[Exception] = []
+        #: the segment's durable log, which gets every envelope too (``into_segment``)
+        self.log: SegmentLog | None = None
+
+    def into_segment(self, stream_id: str, log: SegmentLog | None = None) -> Self:
+        """Serve the segment ``stream_id`` (the id the web announced for it) and write
+        every envelope, terminal included, to ``log`` as well. Before the first event."""
+        if self._stream_id is not None:
+            raise ChannelConfigError("A channel joins its segment before its first event.")
+        if not STREAM_ID.fullmatch(stream_id):
+            raise ChannelConfigError(f"Invalid stream id {stream_id!r}: 32 lowercase hex.")
+        self._stream_id = stream_id
+        self.log = log
+        return self
 
     # hooks -----------------------------------------------------------------------
 
@@ -187,6 +205,8 @@ class AbstractChannel(ABC):
         self._sequence += 1
         data_json = encode_json(data)  # the only serialisation of the payload
         envelope = encode_envelope(self.stream_id, sequence, event_type, data_json)
+        if self.log is not None:
+            self._append_to_log(envelope, event_type in TERMINALS)
         item = self.encode(event_type, envelope)
         budget, event_budget = self.budget(), self.event_budget()
         if budget is None and event_budget is None:
@@ -213,6 +233,18 @@ class AbstractChannel(ABC):
                 )
             items.append(item)
         return items
+
+    def _append_to_log(self, envelope: str, terminal: bool) -> None:
+        assert self.log is not None  # called only with a log
+        try:
+            self.log.append(envelope, terminal=terminal)
+        except Exception as exc:
+            # The transport still delivers. The log stops here: past a gap it could not
+            # serve a reader anyway, and an unreachable Redis would cost a timeout per
+            # event. The thread's pointer then lapses with the segment's age cap.
+            self.errors.append(exc)
+            self.log = None
+            logger.warning("segment log append failed; logging stops: %s", exc, exc_info=exc)
 
     def _room(self, envelope: str, item: str, budget: int | None, event_budget: int | None) -> int:
         """Bytes left under the tightest limit for an envelope and its encoded item."""

@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from channels.envelope import STREAM_ID, Envelope, encode_json, utf8_len
+from channels.envelope import Envelope, encode_json, utf8_len
 from channels.errors import EnvelopeError, GapError
 from channels.fragments import Fragment, join_parts
+from shared.ids import STREAM_ID
 
 MAX_ACTIVE_STREAMS = 64
 MAX_KNOWN_STREAMS = 1024

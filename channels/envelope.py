@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import secrets
 from collections.abc import Mapping
 from typing import Any
 
 from channels.errors import EnvelopeError
 from shared.events import ProtocolEvent
+from shared.ids import STREAM_ID
 
 FRAGMENT = "stream.fragment"
 COMPLETED = "stream.completed"
@@ -26,7 +26,6 @@ INTERRUPTED = "stream.interrupted"
 FAILED = "stream.failed"
 TERMINALS = frozenset({COMPLETED, INTERRUPTED, FAILED})
 
-STREAM_ID = re.compile(r"[a-f0-9]{32}")
 #: the largest integer a browser consumer can hold exactly (``Number.MAX_SAFE_INTEGER``)
 MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -62,11 +61,6 @@ def encode_envelope(stream_id: str, sequence: int, event_type: str, data_json: s
         f'{{"streamId":"{stream_id}","sequence":{sequence},'
         f'"type":{type_json(event_type)},"data":{data_json}}}'
     )
-
-
-def new_stream_id() -> str:
-    """16 random bytes as 32 lowercase hex: names a segment, never a thread or a secret."""
-    return secrets.token_hex(16)
 
 
 def utf8_len(text: str) -> int:

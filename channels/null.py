@@ -1,8 +1,9 @@
-"""NullChannel: a channel that drops everything, for segments nobody listens to."""
+"""NullChannel drops everything; LogOnlyChannel only writes the segment log: for segments
+nobody listens to live."""
 
 from __future__ import annotations
 
-from channels.base import SegmentState
+from channels.base import AbstractChannel, SegmentState
 from shared.events import ProtocolEvent
 
 
@@ -22,4 +23,12 @@ class NullChannel:
         pass
 
     def failed(self, error: BaseException, workflow_id: str) -> None:
+        pass
+
+
+class LogOnlyChannel(AbstractChannel):
+    """Delivers to no transport but writes the segment's log (``into_segment``): output
+    nobody listens to live, which a reload or a late viewer can still read."""
+
+    def deliver(self, batch: str) -> None:
         pass

@@ -9,6 +9,7 @@ page restating it; they use only syntax Python and JavaScript read alike.
 from __future__ import annotations
 
 import re
+import secrets
 import uuid
 from typing import Final, TypeGuard
 
@@ -18,12 +19,15 @@ THREAD_ID_PATTERN: Final = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}"
 RUN_ID_PATTERN: Final = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
 #: 1-64 characters, no control characters
 MESSAGE_ID_PATTERN: Final = r"[^\x00-\x1f]{1,64}"
+#: a segment's stream id (envelopes, logs): 32 lowercase hex digits
+STREAM_ID_PATTERN: Final = r"[a-f0-9]{32}"
 
 # Anchored with \A and \Z: ``match`` then accepts no prefix and, unlike ``$``, no
 # trailing newline.
 THREAD_ID: Final = re.compile(rf"\A{THREAD_ID_PATTERN}\Z")
 RUN_ID: Final = re.compile(rf"\A{RUN_ID_PATTERN}\Z")
 MESSAGE_ID: Final = re.compile(rf"\A{MESSAGE_ID_PATTERN}\Z")
+STREAM_ID: Final = re.compile(rf"\A{STREAM_ID_PATTERN}\Z")
 
 
 def is_thread_id(value: object) -> TypeGuard[str]:
@@ -46,3 +50,8 @@ def new_id(prefix: str) -> str:
 def new_run_id() -> str:
     """A fresh run id for a turn the web enqueues: ``run_<32 hex digits>``."""
     return f"run_{uuid.uuid4().hex}"
+
+
+def new_stream_id() -> str:
+    """16 random bytes as 32 lowercase hex: names a segment, never a thread or a secret."""
+    return secrets.token_hex(16)

@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, Self, TypedDict, cast
 
+from shared.ids import STREAM_ID
 from shared.interrupts import Answers
 from shared.tools import FrontendTool, FrontendToolJSON
 
@@ -103,6 +104,7 @@ class _JobJSON(TypedDict):
     protocol: ProtocolName
     seed: ClientSeed
     target: NotRequired[TargetJSON]
+    streamId: NotRequired[str]
 
 
 class TurnJobJSON(_JobJSON):
@@ -137,14 +139,19 @@ class Job:
     protocol: ProtocolName
     seed: ClientSeed = dataclasses.field(default_factory=lambda: ClientSeed())
     target: Target | None = None
+    #: the segment this job's output is (its envelopes' stream id and log), named by
+    #: the web when it enqueues; None for jobs nobody announced (timers, recoveries)
+    stream_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOL_NAMES:
             raise JobError(f"Unknown protocol {self.protocol!r}; expected one of {PROTOCOL_NAMES}.")
+        if self.stream_id is not None and not STREAM_ID.match(self.stream_id):
+            raise JobError(f"Invalid stream id {self.stream_id!r}: 32 lowercase hex digits.")
 
-    def to(self, target: Target) -> Self:
-        """This job, delivered to ``target``."""
-        return dataclasses.replace(self, target=target)
+    def to(self, target: Target, stream_id: str | None = None) -> Self:
+        """This job, delivered to ``target`` as the segment ``stream_id``."""
+        return dataclasses.replace(self, target=target, stream_id=stream_id or self.stream_id)
 
     def _head(self) -> _JobJSON:
         head: _JobJSON = {
@@ -157,6 +164,8 @@ class Job:
         }
         if self.target is not None:
             head["target"] = self.target.to_json()
+        if self.stream_id is not None:
+            head["streamId"] = self.stream_id
         return head
 
     @staticmethod
@@ -173,6 +182,7 @@ class Job:
             "protocol": data["protocol"],
             "seed": cast(ClientSeed, dict(data.get("seed") or {})),
             "target": Target.from_json(target) if isinstance(target, Mapping) else None,
+            "stream_id": stream_id if isinstance(stream_id := data.get("streamId"), str) else None,
         }
 
 

@@ -95,6 +95,14 @@ class Settings:
     #: RELAYLINE_HEARTBEAT_INTERVAL, seconds between heartbeat renewals, and between the
     #: sweeps that look for lapsed heartbeats
     heartbeat_interval: float = 5.0
+    #: RELAYLINE_STREAM_RETENTION, seconds a segment's log is kept after its terminal
+    stream_retention: float = 600.0
+    #: RELAYLINE_STREAM_MAX_AGE, seconds a segment's log is kept at most, terminal or not
+    #: (longer than the task time limit, so a running segment is never cut)
+    stream_max_age: float = 3600.0
+    #: RELAYLINE_STREAM_MAX_EVENTS, entries a segment's log keeps at most (about: Redis
+    #: trims whole nodes)
+    stream_max_events: int = 50_000
     #: OPENAI_API_KEY, for agents that use OpenAIProvider.from_settings
     openai_api_key: str | None = None
     #: OPENAI_BASE_URL, an OpenAI-compatible chat completions API
@@ -135,6 +143,9 @@ class Settings:
         pusher_port = _number(get("PUSHER_PORT"), "PUSHER_PORT", int)
         port = _number(get("PORT"), "PORT", int)
         timeout = _number(get("RELAYLINE_RELAY_TIMEOUT"), "RELAYLINE_RELAY_TIMEOUT", float)
+        retention = _number(get("RELAYLINE_STREAM_RETENTION"), "RELAYLINE_STREAM_RETENTION", float)
+        max_age = _number(get("RELAYLINE_STREAM_MAX_AGE"), "RELAYLINE_STREAM_MAX_AGE", float)
+        max_events = _number(get("RELAYLINE_STREAM_MAX_EVENTS"), "RELAYLINE_STREAM_MAX_EVENTS", int)
         ttl = _number(get("RELAYLINE_HEARTBEAT_TTL"), "RELAYLINE_HEARTBEAT_TTL", float)
         beat = _number(get("RELAYLINE_HEARTBEAT_INTERVAL"), "RELAYLINE_HEARTBEAT_INTERVAL", float)
         return cls(
@@ -162,6 +173,11 @@ class Settings:
                 subscriber_jwt_key=get("MERCURE_SUBSCRIBER_JWT_KEY"),
             ),
             relay_timeout=float(timeout) if timeout is not None else cls.relay_timeout,
+            stream_retention=float(retention) if retention is not None else cls.stream_retention,
+            stream_max_age=float(max_age) if max_age is not None else cls.stream_max_age,
+            stream_max_events=(
+                int(max_events) if max_events is not None else cls.stream_max_events
+            ),
             heartbeat_ttl=float(ttl) if ttl is not None else cls.heartbeat_ttl,
             heartbeat_interval=float(beat) if beat is not None else cls.heartbeat_interval,
             openai_api_key=get("OPENAI_API_KEY"),

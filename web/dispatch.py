@@ -4,6 +4,7 @@ response (SUBSCRIBE first, then enqueue by task name), or pushed (202 + where to
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Literal
@@ -12,11 +13,18 @@ from flask import Response, current_app, jsonify, request
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
-from channels import ChannelReadError, RedisChannelReader, is_terminal
+from channels import (
+    ChannelReadError,
+    LogLimits,
+    RedisChannelReader,
+    announce,
+    is_terminal,
+)
 from channels.mercure import thread_topic
 from channels.pusher import thread_channel
 from shared.errors import RunInFlightError, WorkflowError
 from shared.events import ProtocolEvent
+from shared.ids import new_stream_id
 from shared.jobs import (
     CONTINUE_RUN,
     RUN_TURN,
@@ -85,15 +93,20 @@ def deliver(job: TurnJob | ContinueJob) -> Response:
     return delivery(job)
 
 
-def _send(job: TurnJob | ContinueJob) -> None:
+def _send(job: TurnJob | ContinueJob) -> str:
+    """Enqueue ``job`` as a new segment, announced as the thread's active one first (so
+    a reload finds it from now on); its stream id."""
+    svc = services()
+    stream_id = new_stream_id()
+    announce(svc.redis, job.thread_id, stream_id, LogLimits.from_settings(svc.settings))
+    job = dataclasses.replace(job, stream_id=stream_id)
     task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
     # Celery would otherwise put a repr of the whole job (the person's message, the
     # client's seed) into the message headers for monitors and logs: it costs a
     # quarter of send_task's time and shows user text to every log reader.
     shown = f"{{'job': <{task} thread={job.thread_id} run={job.run_id}>}}"
-    services().celery.send_task(
-        task, kwargs={"job": job.to_json()}, argsrepr="()", kwargsrepr=shown
-    )
+    svc.celery.send_task(task, kwargs={"job": job.to_json()}, argsrepr="()", kwargsrepr=shown)
+    return stream_id
 
 
 def _pusher_where(thread_id: str) -> dict[str, str]:
@@ -129,8 +142,14 @@ _PUSH_WHERE: Mapping[PushKind, Callable[[str], dict[str, str]]] = {
 
 def push(job: TurnJob | ContinueJob, delivery: PushKind) -> Response:
     where = _PUSH_WHERE[delivery](job.thread_id)
-    _send(job.to(Target(delivery)))
-    body = {"threadId": job.thread_id, "delivery": delivery, **where, "runId": job.run_id}
+    stream_id = _send(job.to(Target(delivery)))
+    body = {
+        "threadId": job.thread_id,
+        "delivery": delivery,
+        **where,
+        "runId": job.run_id,
+        "streamId": stream_id,
+    }
     response = jsonify(body)
     response.status_code = 202
     return response

@@ -1,40 +1,53 @@
 """Where a task delivers its segment: the relay channel of one request, the thread's
-push channel (Pusher or Mercure), or nowhere (NullChannel)."""
+push channel (Pusher or Mercure), or no transport; always into the segment's log."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
-from channels import MercureChannel, NullChannel, PusherChannel, RedisChannel
+from channels import (
+    AbstractChannel,
+    LogLimits,
+    LogOnlyChannel,
+    MercureChannel,
+    PusherChannel,
+    RedisChannel,
+    SegmentLog,
+)
 from shared.delivery import Channel
-from shared.jobs import Target, TargetKind
+from shared.ids import new_stream_id
+from shared.jobs import Job, Target, TargetKind
 from shared.settings import Settings
 from worker.resources import Resources
+
+J = TypeVar("J", bound=Job)
 
 #: seconds a relayed segment waits for the web process's subscription before publishing
 AWAIT_LISTENER = 5.0
 
 
-def _relay(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
+def _relay(target: Target, thread_id: str, res: Resources) -> Callable[[], AbstractChannel]:
     name = target.channel
     assert name is not None  # a relay Target always names its channel
     return lambda: RedisChannel(res.redis, name, await_listener=AWAIT_LISTENER)
 
 
-def _pusher(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
+def _pusher(target: Target, thread_id: str, res: Resources) -> Callable[[], AbstractChannel]:
     return lambda: PusherChannel.from_settings(res.settings, thread_id)
 
 
-def _mercure(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
+def _mercure(target: Target, thread_id: str, res: Resources) -> Callable[[], AbstractChannel]:
     return lambda: MercureChannel.from_settings(res.settings, thread_id)
 
 
-def _nowhere(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
-    return NullChannel
+def _nowhere(target: Target, thread_id: str, res: Resources) -> Callable[[], AbstractChannel]:
+    return LogOnlyChannel
 
 
 #: a fresh channel per segment for each target kind (Target refuses unknown kinds)
-CHANNELS: Mapping[TargetKind, Callable[[Target, str, Resources], Callable[[], Channel]]] = {
+CHANNELS: Mapping[TargetKind, Callable[[Target, str, Resources], Callable[[], AbstractChannel]]] = {
     "relay": _relay,
     "pusher": _pusher,
     "mercure": _mercure,
@@ -42,8 +55,22 @@ CHANNELS: Mapping[TargetKind, Callable[[Target, str, Resources], Callable[[], Ch
 }
 
 
-def channel_factory(target: Target, thread_id: str, res: Resources) -> Callable[[], Channel]:
-    return CHANNELS[target.kind](target, thread_id, res)
+def with_segment(job: J) -> J:
+    """``job`` naming its segment: the one the web announced, or a new one for a job
+    nobody announced (timers, recoveries), which its first log entry announces."""
+    if job.stream_id is not None:
+        return job
+    return dataclasses.replace(job, stream_id=new_stream_id())
+
+
+def channel_factory(
+    target: Target, thread_id: str, res: Resources, stream_id: str
+) -> Callable[[], Channel]:
+    """Fresh channels for ``target`` that serve the segment ``stream_id`` and write its
+    log (every delivery does, Pusher and Mercure as well as the relay)."""
+    log = SegmentLog(res.redis, stream_id, thread_id, LogLimits.from_settings(res.settings))
+    build = CHANNELS[target.kind](target, thread_id, res)
+    return lambda: build().into_segment(stream_id, log)
 
 
 def push_target(settings: Settings) -> Target:

@@ -46,7 +46,7 @@ from shared.tools import redactions
 from worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
 from worker.liveness import Heartbeat, Sweeper
 from worker.resources import Resources, resources
-from worker.targets import channel_factory, push_target
+from worker.targets import channel_factory, push_target, with_segment
 
 logger = logging.getLogger("relayline.worker")
 #: any of the tasks below, as the helpers see it (they read only ``request``); a string,
@@ -65,7 +65,7 @@ def _agent(task: AnyTask, res: Resources, job: AnyJob) -> Agent:
         executor=task.request.id,
     )
     agent.set_stream_adapter(adapter_factory(job.protocol, job.thread_id, _seed(job, res, spec)))
-    agent.set_channel(channel_factory(_target(job), job.thread_id, res))
+    agent.set_channel(channel_factory(_target(job), job.thread_id, res, _stream(job)))
     return agent
 
 
@@ -83,10 +83,16 @@ def _target(job: AnyJob) -> Target:
     return job.target
 
 
+def _stream(job: AnyJob) -> str:
+    assert job.stream_id is not None  # every task names its segment first (with_segment)
+    return job.stream_id
+
+
 def _publish_failure(res: Resources, job: AnyJob, error: BaseException) -> None:
     """Deliver error frames and ``stream.failed`` for a failure the run did not report."""
     try:
-        channel = channel_factory(_target(job), job.thread_id, res)()
+        # Only for a segment that never began: nothing of it was sent or logged yet.
+        channel = channel_factory(_target(job), job.thread_id, res, _stream(job))()
         for frame in failure_frames(job.protocol, job.thread_id, job.seed, error, started=False):
             channel.send(frame)
         channel.failed(error, job.thread_id)
@@ -110,7 +116,7 @@ def _execute(
 ) -> str:
     res = resources()
     with _heartbeat(res, job):
-        return _execute_beating(task, res, job, build)
+        return _execute_beating(task, res, with_segment(job), build)
 
 
 def _execute_beating(
@@ -190,7 +196,7 @@ def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
     expiry = ExpireJob.from_json(job)
     res = resources()
     with _heartbeat(res, expiry):
-        return _expire(self, res, expiry)
+        return _expire(self, res, with_segment(expiry))
 
 
 def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:

@@ -25,6 +25,8 @@ import pytest
 import requests
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
+from channels import Envelope, active_segment
+from channels.log import entries
 from shared.auth import mint_token
 from tests.support.mercure_hub import MercureHub
 from tests.support.mercure_sse import publish
@@ -161,9 +163,12 @@ def listen(stack: PushStack, delivery: str, thread: str) -> PusherListener | Mer
     return stack.mercure_listener(thread)
 
 
-def where(stack: PushStack, delivery: str, thread: str, run_id: str) -> dict[str, Any]:
-    """The 202 body of docs/DESIGN.md section 3: where the thread's output is pushed."""
-    body = {"threadId": thread, "delivery": delivery, "runId": run_id}
+def where(
+    stack: PushStack, delivery: str, thread: str, run_id: str, stream_id: str
+) -> dict[str, Any]:
+    """The 202 body of docs/DESIGN.md section 3: where the thread's output is pushed, and
+    the segment (stream id) it goes out as."""
+    body = {"threadId": thread, "delivery": delivery, "runId": run_id, "streamId": stream_id}
     if delivery == "pusher":
         assert stack.soketi is not None
         return body | {
@@ -203,9 +208,14 @@ class TestPusherAndMercure:
             segment = listener.segment()
 
         assert RUN_ID.fullmatch(answer["runId"]), answer
-        assert answer == where(stack, delivery, thread, answer["runId"])
+        assert answer == where(stack, delivery, thread, answer["runId"], answer["streamId"])
         run = stack.get(f"/api/threads/{thread}").json()["run"]
         assert run["runId"] == answer["runId"] and run["status"] == "completed"
+        # Every delivery writes the segment's log: the very envelopes pushed, terminal too.
+        assert {e.stream_id for e in segment} == {answer["streamId"]}
+        redis_client = stack.web.app.extensions["relayline"].redis
+        assert [Envelope.parse(e) for e in entries(redis_client, answer["streamId"])] == segment
+        assert active_segment(redis_client, thread) is None  # the terminal released it
 
         assert segment[-1].type == "stream.completed"
         assert segment[-1].data == {"workflowId": thread}
@@ -230,10 +240,11 @@ class TestPusherAndMercure:
             finished = listener.segment()
 
         # One durable run, two segments: each with its own stream id and sequence from 0.
-        assert answered == where(stack, delivery, thread, asked["runId"])
+        assert answered == where(stack, delivery, thread, asked["runId"], answered["streamId"])
         assert suspended[-1].type == "stream.interrupted"
         assert finished[-1].type == "stream.completed"
-        assert suspended[0].stream_id != finished[0].stream_id
+        assert suspended[0].stream_id == asked["streamId"] != answered["streamId"]
+        assert finished[0].stream_id == answered["streamId"]
         assert finished[0].sequence == 0
 
         first, second = protocol_events(suspended), protocol_events(finished)

@@ -1,13 +1,19 @@
 """The delivery tables name every delivery the settings accept and every target kind a
-job may carry, so a new one cannot be half added."""
+job may carry, so a new one cannot be half added; every target writes the segment log."""
 
 from __future__ import annotations
 
 from typing import cast
 
-from channels import NullChannel
+import redis
+
+from channels import LogOnlyChannel
+from shared.ids import new_stream_id
 from shared.jobs import TARGET_KINDS, Target
+from shared.persistence import Store
+from shared.registry import AgentRegistry
 from shared.settings import DELIVERIES as SETTINGS_DELIVERIES
+from shared.settings import Settings
 from web.dispatch import DELIVERIES
 from worker.resources import Resources
 from worker.targets import CHANNELS, channel_factory
@@ -21,8 +27,18 @@ def test_the_worker_builds_a_channel_for_every_target_kind() -> None:
     assert tuple(CHANNELS) == TARGET_KINDS
 
 
-def test_a_job_for_nobody_gets_a_fresh_null_channel_per_segment() -> None:
-    factory = channel_factory(Target("none"), "thread-1", cast(Resources, None))
+def test_a_job_for_nobody_still_writes_its_segment_log_from_a_fresh_channel() -> None:
+    # Nothing connects until a channel sends: a client object and settings are enough.
+    res = Resources(
+        settings=Settings(),
+        store=cast(Store, None),
+        redis=redis.Redis(),
+        registry=cast(AgentRegistry, None),
+    )
+    stream_id = new_stream_id()
+    factory = channel_factory(Target("none"), "thread-1", res, stream_id)
     first, second = factory(), factory()
-    assert isinstance(first, NullChannel) and isinstance(second, NullChannel)
+    assert isinstance(first, LogOnlyChannel) and isinstance(second, LogOnlyChannel)
     assert first is not second
+    assert first.stream_id == stream_id and first.log is not None
+    assert first.log.key == f"relayline:{{seg:{stream_id}}}:log"

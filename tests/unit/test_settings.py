@@ -234,3 +234,17 @@ def test_a_renewal_slower_than_the_heartbeat_ttl_is_refused(ttl: str, interval: 
     env = {"RELAYLINE_HEARTBEAT_TTL": ttl, "RELAYLINE_HEARTBEAT_INTERVAL": interval}
     with pytest.raises(ValueError, match="RELAYLINE_HEARTBEAT_INTERVAL"):
         Settings.from_env(env)
+
+
+def test_the_segment_log_limits_are_configurable() -> None:
+    env = {
+        "RELAYLINE_STREAM_RETENTION": "120",
+        "RELAYLINE_STREAM_MAX_AGE": "7200",
+        "RELAYLINE_STREAM_MAX_EVENTS": "1000",
+    }
+    settings = Settings.from_env(env)
+    assert (settings.stream_retention, settings.stream_max_age) == (120.0, 7200.0)
+    assert settings.stream_max_events == 1000
+    assert Settings.from_env({}).stream_retention == 600.0  # the default
+    with pytest.raises(ValueError, match="RELAYLINE_STREAM_MAX_EVENTS"):
+        Settings.from_env({"RELAYLINE_STREAM_MAX_EVENTS": "many"})

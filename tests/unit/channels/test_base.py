@@ -10,7 +10,6 @@ import pytest
 import channels.base
 from channels import CallbackChannel, Consumer
 from channels.base import AbstractChannel
-from channels.envelope import STREAM_ID as STREAM_ID_PATTERN
 from channels.envelope import encode_envelope, encode_json
 from channels.errors import (
     ChannelClosedError,
@@ -20,6 +19,7 @@ from channels.errors import (
 )
 from shared.delivery import Channel
 from shared.events import ProtocolEvent
+from shared.ids import STREAM_ID as STREAM_ID_PATTERN
 from tests.support.channel_support import STREAM_ID, Memory, State
 
 DONE = State("thread-42")

@@ -11,12 +11,12 @@ from channels.envelope import (
     Envelope,
     encode_envelope,
     encode_json,
-    new_stream_id,
     terminal_data,
 )
 from channels.errors import ChannelLimitError, EnvelopeError
 from channels.fragments import Fragment, fragment_envelopes, join_parts, largest
 from shared.events import ProtocolEvent
+from shared.ids import new_stream_id
 from shared.jsonutil import dumps
 from tests.support.channel_support import STREAM_ID, Memory, State
 

@@ -1,0 +1,115 @@
+"""The durable log of a segment: every envelope a channel builds, terminal included, in a
+Redis Stream per segment, so a reload, a dropped connection or a second viewer can read
+a run's output after it was sent (docs/reference/resume-and-cancel.md section 8.1).
+
+- **Keys:** ``relayline:{seg:<stream id>}:log`` (a Stream, one entry per envelope, field
+  ``e``) and ``relayline:{thread:<thread id>}:active`` (the stream id of the thread's
+  active segment). The hash tags keep a segment's keys in one Redis Cluster slot; the
+  two keys are never touched in one command, so they may live in different slots.
+- **Lifetime:** the web announces a segment when it enqueues its job (``announce``), and
+  the log's first entry makes it the thread's active segment (again, or for the first
+  time when nobody announced it: a timer, a recovery); the first entry sets a hard age
+  cap (``max_age``) and every entry a length cap (``max_events``, trimmed
+  approximately); the terminal entry shortens the lifetime to
+  ``retention`` and clears the thread's pointer only if it still names this segment
+  (compare-and-delete), so a late writer never clears a newer segment.
+- **Entries:** the envelope text exactly as built; fragments stay a transport concern
+  of Pusher and Mercure and are never logged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Final, cast
+
+import redis
+
+from channels.errors import ChannelConfigError
+from shared.settings import Settings
+
+FIELD: Final = "e"
+
+# Delete the pointer only while it names this segment.
+_COMPARE_AND_DELETE: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def log_key(stream_id: str) -> str:
+    return f"relayline:{{seg:{stream_id}}}:log"
+
+
+def active_key(thread_id: str) -> str:
+    return f"relayline:{{thread:{thread_id}}}:active"
+
+
+@dataclasses.dataclass(frozen=True)
+class LogLimits:
+    """How long segments are kept: ``retention`` seconds after the terminal, at most
+    ``max_age`` seconds in all, at most about ``max_events`` entries."""
+
+    retention: float = 600.0
+    max_age: float = 3600.0
+    max_events: int = 50_000
+
+    def __post_init__(self) -> None:
+        if self.retention <= 0 or self.max_age <= 0 or self.max_events < 1:
+            raise ChannelConfigError("Segment log retention, age and length must be positive.")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LogLimits:
+        return cls(settings.stream_retention, settings.stream_max_age, settings.stream_max_events)
+
+
+def announce(client: redis.Redis, thread_id: str, stream_id: str, limits: LogLimits) -> None:
+    """Record ``stream_id`` as the thread's active segment (the web, at enqueue)."""
+    client.set(active_key(thread_id), stream_id, ex=_seconds(limits.max_age))
+
+
+def active_segment(client: redis.Redis, thread_id: str) -> str | None:
+    """The stream id of the thread's active segment, if one is running."""
+    found = cast(bytes | None, client.get(active_key(thread_id)))
+    return found.decode() if found is not None else None
+
+
+def entries(client: redis.Redis, stream_id: str) -> list[str]:
+    """Every envelope the segment's log holds, in order."""
+    rows = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(log_key(stream_id)))
+    return [fields[FIELD.encode()].decode() for _, fields in rows]
+
+
+class SegmentLog:
+    """Appends one segment's envelopes to its log (a channel calls ``append`` for every
+    envelope it builds)."""
+
+    def __init__(
+        self, client: redis.Redis, stream_id: str, thread_id: str, limits: LogLimits
+    ) -> None:
+        self.client = client
+        self.stream_id = stream_id
+        self.thread_id = thread_id
+        self.limits = limits
+        self.key = log_key(stream_id)
+        self._started = False
+        self._release = client.register_script(_COMPARE_AND_DELETE)
+
+    def append(self, envelope: str, *, terminal: bool = False) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.xadd(self.key, {FIELD: envelope}, maxlen=self.limits.max_events, approximate=True)
+        if not self._started:
+            # XADD never sets or refreshes a TTL: the cap is set once, at the start.
+            pipe.expire(self.key, _seconds(self.limits.max_age))
+            # The thread's active segment from its first entry on (the web announced it
+            # already, unless nobody did: a timer, a recovery).
+            pipe.set(active_key(self.thread_id), self.stream_id, ex=_seconds(self.limits.max_age))
+        if terminal:
+            pipe.expire(self.key, _seconds(self.limits.retention))
+        pipe.execute()
+        self._started = True
+        if terminal:
+            self._release(keys=[active_key(self.thread_id)], args=[self.stream_id])
+
+
+def _seconds(value: float) -> int:
+    return max(1, round(value))
