@@ -20,11 +20,14 @@ a run's output after it was sent (docs/reference/resume-and-cancel.md section 8.
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections.abc import Iterator
 from typing import Final, cast
 
 import redis
 
-from channels.errors import ChannelConfigError
+from channels.envelope import Envelope
+from channels.errors import ChannelConfigError, ChannelReadError
 from shared.settings import Settings
 
 FIELD: Final = "e"
@@ -73,6 +76,11 @@ def active_segment(client: redis.Redis, thread_id: str) -> str | None:
     return found.decode() if found is not None else None
 
 
+class LogGoneError(ChannelReadError):
+    """The log no longer holds what a reader asked for (expired, or trimmed past its
+    cursor): replaying from there would tear the segment."""
+
+
 def entries(client: redis.Redis, stream_id: str) -> list[str]:
     """Every envelope the segment's log holds, in order."""
     rows = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(log_key(stream_id)))
@@ -113,3 +121,64 @@ class SegmentLog:
 
 def _seconds(value: float) -> int:
     return max(1, round(value))
+
+
+#: Entries: (Redis id, fields) as redis-py returns them.
+_Rows = list[tuple[bytes, dict[bytes, bytes]]]
+
+
+class LogReader:
+    """Reads one segment's log from after ``after`` (a sequence; -1 for the start):
+    first what is kept, then live, to its terminal. One blocked XREAD per reader (each
+    holds a Redis connection while it waits)."""
+
+    def __init__(self, client: redis.Redis, stream_id: str, *, after: int = -1) -> None:
+        self.client = client
+        self.stream_id = stream_id
+        self.key = log_key(stream_id)
+        self.after = after
+
+    def check(self) -> None:
+        """Refuse a cursor the log cannot continue from (LogGoneError): the log is gone
+        or was trimmed past it. A log not begun yet is fine (its job is queued)."""
+        rows = cast(_Rows, self.client.xrange(self.key, count=1))
+        if not rows:
+            if self.after >= 0:
+                raise LogGoneError(f"Segment {self.stream_id} is no longer kept.")
+            return
+        first = Envelope.parse(rows[0][1][FIELD.encode()])
+        if first.sequence > self.after + 1:
+            raise LogGoneError(
+                f"Segment {self.stream_id} keeps events from {first.sequence} on; "
+                f"the cursor {self.after} is older."
+            )
+
+    def envelopes(self, *, wait: float, timeout: float) -> Iterator[Envelope | None]:
+        """The envelopes after the cursor, in order, the terminal last; None after each
+        ``wait`` seconds without one (a heartbeat). Raises ChannelReadError after
+        ``timeout`` seconds of silence."""
+        last = b"0-0"
+        heard = time.monotonic()
+        block = max(1, int(wait * 1000))
+        while True:
+            reply = cast(
+                list[tuple[bytes, _Rows]],
+                self.client.xread({self.key: last}, count=500, block=block),
+            )
+            if not reply:
+                if time.monotonic() - heard >= timeout:
+                    raise ChannelReadError(
+                        f"Segment {self.stream_id} was silent for {timeout:g} seconds."
+                    )
+                yield None
+                continue
+            heard = time.monotonic()
+            for entry_id, fields in reply[0][1]:
+                last = entry_id
+                envelope = Envelope.parse(fields[FIELD.encode()])
+                if envelope.sequence <= self.after:
+                    continue
+                self.after = envelope.sequence
+                yield envelope
+                if envelope.is_terminal:
+                    return

@@ -116,6 +116,7 @@ class RedisChannelReader:
         self.timeout = timeout
         self._pubsub: PubSub | None = None
         self._confirmed = False
+        self._relay: _Relay | None = None
 
     def __enter__(self) -> RedisChannelReader:
         self.subscribe()
@@ -169,6 +170,12 @@ class RedisChannelReader:
             self.close()
             raise
 
+    @property
+    def sequence(self) -> int:
+        """The sequence of the last event ``events()`` yielded (-1 before the first): the
+        cursor a client resumes the segment's log from."""
+        return -1 if self._relay is None else self._relay.next - 1
+
     def close(self) -> None:
         """Drop the subscription and close its connection."""
         if self._pubsub is not None:
@@ -185,7 +192,8 @@ class RedisChannelReader:
         The subscription is closed when the generator ends, fails or is closed."""
         self.subscribe()
         assert self._pubsub is not None  # subscribe() set it or raised
-        pubsub, relay = self._pubsub, _Relay(self.name)
+        pubsub = self._pubsub
+        relay = self._relay = _Relay(self.name)
         try:
             heard = ticked = time.monotonic()
             while True:

@@ -192,7 +192,11 @@ def _relayed(
             if is_terminal(item.type):
                 return
             started = True
-            yield encode_event(item)
+            if protocol == "native":
+                # The segment log's cursor: EventSource resends it as Last-Event-ID.
+                yield f"id: {reader.sequence}\n" + encode_event(item)
+            else:
+                yield encode_event(item)
     except (ChannelReadError, RedisError) as exc:
         for frame in failure_frames(protocol, thread_id, seed, exc, started=started):
             yield encode_event(frame)

@@ -76,3 +76,12 @@ def test_others_cannot_write_to_a_thread(client: FlaskClient, path: str, body: o
 
 def test_an_unknown_thread_is_404_for_everyone(client: FlaskClient) -> None:
     assert client.get("/api/threads/nobody", headers=bearer("ann")).status_code == 404
+
+
+def test_resuming_is_authorized_like_reading(client: FlaskClient) -> None:
+    path = "/api/threads/ann-thread/stream"
+    assert client.get(path, headers=bearer("ann")).status_code == 204  # nothing is active
+    other = client.get(path, headers=bearer("bob"))
+    assert other.status_code == 404
+    assert other.get_json() == {"error": "Thread 'ann-thread' was not found.", "type": "NotFound"}
+    assert client.get(path).status_code == 401

@@ -108,6 +108,16 @@ BATCH_SCRIPT: dict[str, Any] = {
             ],
         },
         {
+            "match": "(?i)gated",
+            "steps": [
+                {
+                    "text": "Before the gate.",
+                    "tool_calls": [{"id": "call_g", "name": "gate", "arguments": {}}],
+                },
+                {"text": "After the gate: {{last_tool_result}}"},
+            ],
+        },
+        {
             "match": "(?i)pause",
             "steps": [{"delay_ms": 700, "text": "Back after a pause."}],
         },
@@ -183,9 +193,23 @@ def build_spec(
             time.sleep(0.02)  # waiting on the other process's file, bounded above
         return "together"
 
+    @tool
+    def gate() -> str:
+        """Hold the turn until the test opens the gate (the file ``gate.open``), bounded.
+
+        A test can so act while a turn is known to be mid-way, without timing guesses.
+        """
+        bump(counts, "gate.reached")
+        deadline = time.monotonic() + 30
+        while not (counts / "gate.open").exists():
+            if time.monotonic() > deadline:
+                return "timed out"
+            time.sleep(0.02)  # waiting on the test's file, bounded above
+        return "opened"
+
     return AgentSpec(
         provider=CountingProvider(BATCH_SCRIPT, counts, crash_on_call, sigkill, kill_worker),
-        tools=[delete_file, weather, meet],
+        tools=[delete_file, weather, meet, gate],
         frontend_tools=[
             FrontendTool("read_title", "Read the page title"),
             FrontendTool(

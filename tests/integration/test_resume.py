@@ -1,0 +1,134 @@
+"""Resuming a native stream from the segment log (``GET /api/threads/<id>/stream``): a
+client whose connection dropped mid-answer continues from its cursor with nothing
+missing and nothing twice, a second viewer replays the segment from its start, and a
+cursor older than what is kept is refused. Real web app, Celery worker and Redis."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from channels import LogLimits, LogOnlyChannel, SegmentLog, announce
+from shared.events import ProtocolEvent
+from shared.ids import new_stream_id
+from shared.persistence import Store
+from tests.support.agents import count
+from tests.support.redis_server import RedisDatabases
+from tests.support.stack import WebServer, fresh_env, running_stack
+
+pytestmark = pytest.mark.integration
+
+
+class Frame:
+    def __init__(self, event: dict[str, Any], id: str | None) -> None:
+        self.event = event
+        self.id = id
+
+
+def frames(response: requests.Response) -> Iterator[Frame]:
+    """The SSE frames of a streaming response as they arrive (comments skipped)."""
+    event_id: str | None = None
+    for line in response.iter_lines(decode_unicode=True):
+        if line.startswith("id: "):
+            event_id = line[len("id: ") :]
+        elif line.startswith("data: "):
+            yield Frame(json.loads(line[len("data: ") :]), event_id)
+            event_id = None
+
+
+def text_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["content"] for e in events if e["type"] == "text")
+
+
+@pytest.fixture
+def web(tmp_path: Path, redis_databases: RedisDatabases) -> Iterator[WebServer]:
+    with (
+        redis_databases.database(f"resume {tmp_path.name}") as redis_url,
+        running_stack(fresh_env(tmp_path, redis_url)) as (server, _workers),
+    ):
+        yield server
+
+
+def test_a_dropped_stream_resumes_from_its_cursor_and_a_second_viewer_sees_it_all(
+    web: WebServer, tmp_path: Path
+) -> None:
+    # The turn holds at its gate tool until the test opens it: mid-answer for certain.
+    live = requests.post(
+        f"{web.url}/api/threads/r-1/messages",
+        json={"content": "gated please"},
+        stream=True,
+        timeout=60,
+    )
+    held: list[dict[str, Any]] = []
+    ids: list[str | None] = []
+    for frame in frames(live):
+        held.append(frame.event)
+        ids.append(frame.id)
+        if frame.event["type"] == "activity" and frame.event["data"]["status"] == "running":
+            break
+    live.close()  # the connection drops mid-answer; the run goes on in the worker
+    # The live frames carry the log's cursor, as EventSource would resend it.
+    assert ids == [str(n) for n in range(len(held))]
+    cursor = ids[-1]
+    assert cursor is not None
+
+    resumed = requests.get(
+        f"{web.url}/api/threads/r-1/stream", headers={"Last-Event-ID": cursor}, stream=True
+    )
+    viewer = requests.get(f"{web.url}/api/threads/r-1/stream", stream=True)
+    assert resumed.status_code == viewer.status_code == 200
+    (tmp_path / "gate.open").touch()
+    rest = list(frames(resumed))
+    everything = list(frames(viewer))
+
+    # Nothing missing, nothing twice: the ids continue right after the cursor.
+    assert [f.id for f in rest] == [str(n) for n in range(len(held), len(held) + len(rest))]
+    whole = held + [f.event for f in rest]
+    assert [f.event for f in everything] == whole
+    assert [f.id for f in everything] == [str(n) for n in range(len(whole))]
+    assert text_of(whole) == "Before the gate.After the gate: opened"
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    try:
+        assert store.messages("r-1")[-1].text == "After the gate: opened"
+    finally:
+        store.dispose()
+    assert count(tmp_path, "gate.reached") == 1
+
+    # The segment ended: nothing is active any more.
+    assert requests.get(f"{web.url}/api/threads/r-1/stream", timeout=10).status_code == 204
+
+
+def test_a_cursor_older_than_the_log_keeps_is_gone_and_bad_input_is_refused(
+    web: WebServer,
+) -> None:
+    services = web.app.extensions["relayline"]
+    services.store.create_thread("r-old", "anonymous")
+    limits = LogLimits(retention=60, max_age=600, max_events=100)
+    stream_id = new_stream_id()
+    announce(services.redis, "r-old", stream_id, limits)
+    channel = LogOnlyChannel().into_segment(
+        stream_id, SegmentLog(services.redis, stream_id, "r-old", limits)
+    )
+    for index in range(1000):
+        channel.send(ProtocolEvent("text", {"content": str(index)}))
+
+    gone = requests.get(f"{web.url}/api/threads/r-old/stream?after=5", timeout=10)
+    assert gone.status_code == 410
+    assert gone.json()["type"] == "Gone" and "the cursor 5 is older" in gone.json()["error"]
+    # Without a cursor the whole segment is asked for: trimmed, it is gone too.
+    assert requests.get(f"{web.url}/api/threads/r-old/stream", timeout=10).status_code == 410
+    # A cursor inside what is kept resumes (here: the newest event, live after it).
+    tail = requests.get(f"{web.url}/api/threads/r-old/stream?after=998", stream=True, timeout=10)
+    first = next(frames(tail))
+    tail.close()
+    assert (first.id, first.event) == ("999", {"type": "text", "content": "999"})
+
+    bad = requests.get(f"{web.url}/api/threads/r-old/stream?after=soon", timeout=10)
+    assert bad.status_code == 400 and bad.json()["type"] == "BadRequest"
+    missing = requests.get(f"{web.url}/api/threads/nobody/stream", timeout=10)
+    assert missing.status_code == 404
