@@ -28,7 +28,7 @@ from channels.errors import (
     PublishError,
 )
 from channels.fragments import Fragment
-from channels.log import LogLimits, SegmentLog, active_segment, announce
+from channels.log import ActiveSegment, LogLimits, SegmentLog, active_segment, announce
 from channels.mercure import MercureChannel, subscriber_token, thread_topic
 from channels.null import LogOnlyChannel, NullChannel
 from channels.pusher import PusherChannel, pusher_client, thread_channel
@@ -43,6 +43,7 @@ __all__ = [
     "INTERRUPTED",
     "TERMINALS",
     "AbstractChannel",
+    "ActiveSegment",
     "CallbackChannel",
     "ChannelClosedError",
     "ChannelConfigError",

@@ -3,8 +3,8 @@ Redis Stream per segment, so a reload, a dropped connection or a second viewer c
 a run's output after it was sent (docs/reference/resume-and-cancel.md section 8.1).
 
 - **Keys:** ``relayline:{seg:<stream id>}:log`` (a Stream, one entry per envelope, field
-  ``e``) and ``relayline:{thread:<thread id>}:active`` (the stream id of the thread's
-  active segment). The hash tags keep a segment's keys in one Redis Cluster slot; the
+  ``e``) and ``relayline:{thread:<thread id>}:active`` (``<protocol>:<stream id>`` of
+  the thread's active segment). The hash tags keep a segment's keys in one Redis Cluster slot; the
   two keys are never touched in one command, so they may live in different slots.
 - **Lifetime:** the web announces a segment when it enqueues its job (``announce``), and
   the log's first entry makes it the thread's active segment (again, or for the first
@@ -65,15 +65,35 @@ class LogLimits:
         return cls(settings.stream_retention, settings.stream_max_age, settings.stream_max_events)
 
 
-def announce(client: redis.Redis, thread_id: str, stream_id: str, limits: LogLimits) -> None:
-    """Record ``stream_id`` as the thread's active segment (the web, at enqueue)."""
-    client.set(active_key(thread_id), stream_id, ex=_seconds(limits.max_age))
+@dataclasses.dataclass(frozen=True)
+class ActiveSegment:
+    """A thread's active segment: its stream id and the protocol its events speak (a
+    resuming client gets only a segment in its own protocol)."""
+
+    protocol: str
+    stream_id: str
+
+    @property
+    def pointer(self) -> str:
+        return f"{self.protocol}:{self.stream_id}"
+
+    @classmethod
+    def parse(cls, pointer: str) -> ActiveSegment | None:
+        protocol, _, stream_id = pointer.partition(":")
+        return cls(protocol, stream_id) if protocol and stream_id else None
 
 
-def active_segment(client: redis.Redis, thread_id: str) -> str | None:
-    """The stream id of the thread's active segment, if one is running."""
+def announce(
+    client: redis.Redis, thread_id: str, segment: ActiveSegment, limits: LogLimits
+) -> None:
+    """Record ``segment`` as the thread's active one (the web, at enqueue)."""
+    client.set(active_key(thread_id), segment.pointer, ex=_seconds(limits.max_age))
+
+
+def active_segment(client: redis.Redis, thread_id: str) -> ActiveSegment | None:
+    """The thread's active segment, if one is running."""
     found = cast(bytes | None, client.get(active_key(thread_id)))
-    return found.decode() if found is not None else None
+    return ActiveSegment.parse(found.decode()) if found is not None else None
 
 
 class LogGoneError(ChannelReadError):
@@ -92,11 +112,17 @@ class SegmentLog:
     envelope it builds)."""
 
     def __init__(
-        self, client: redis.Redis, stream_id: str, thread_id: str, limits: LogLimits
+        self,
+        client: redis.Redis,
+        stream_id: str,
+        thread_id: str,
+        limits: LogLimits,
+        protocol: str = "native",
     ) -> None:
         self.client = client
         self.stream_id = stream_id
         self.thread_id = thread_id
+        self.pointer = ActiveSegment(protocol, stream_id).pointer
         self.limits = limits
         self.key = log_key(stream_id)
         self._started = False
@@ -110,13 +136,13 @@ class SegmentLog:
             pipe.expire(self.key, _seconds(self.limits.max_age))
             # The thread's active segment from its first entry on (the web announced it
             # already, unless nobody did: a timer, a recovery).
-            pipe.set(active_key(self.thread_id), self.stream_id, ex=_seconds(self.limits.max_age))
+            pipe.set(active_key(self.thread_id), self.pointer, ex=_seconds(self.limits.max_age))
         if terminal:
             pipe.expire(self.key, _seconds(self.limits.retention))
         pipe.execute()
         self._started = True
         if terminal:
-            self._release(keys=[active_key(self.thread_id)], args=[self.stream_id])
+            self._release(keys=[active_key(self.thread_id)], args=[self.pointer])
 
 
 def _seconds(value: float) -> int:

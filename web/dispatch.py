@@ -14,6 +14,7 @@ from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
 from channels import (
+    ActiveSegment,
     ChannelReadError,
     LogLimits,
     RedisChannelReader,
@@ -98,7 +99,8 @@ def _send(job: TurnJob | ContinueJob) -> str:
     a reload finds it from now on); its stream id."""
     svc = services()
     stream_id = new_stream_id()
-    announce(svc.redis, job.thread_id, stream_id, LogLimits.from_settings(svc.settings))
+    segment = ActiveSegment(job.protocol, stream_id)
+    announce(svc.redis, job.thread_id, segment, LogLimits.from_settings(svc.settings))
     job = dataclasses.replace(job, stream_id=stream_id)
     task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
     # Celery would otherwise put a repr of the whole job (the person's message, the

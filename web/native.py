@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from flask import Blueprint, Response, current_app, jsonify, request
-from redis.exceptions import RedisError
+from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, Gone
 
-from channels import ChannelReadError, active_segment
-from channels.log import LogGoneError, LogReader
+from channels.log import LogGoneError
 from shared.agent import Agent, Continuation
 from shared.errors import InputTranslationError
 from shared.ids import new_id, new_run_id
 from shared.jobs import ContinueJob, TurnJob, UserTurn
-from shared.protocols import failure_frames
-from shared.protocols.native import NativeAdapter
-from shared.sse import HEARTBEAT as SSE_HEARTBEAT
-from shared.sse import encode_event
 from web.auth import current_user, thread_for
 from web.dispatch import (
-    HEARTBEAT_SECONDS,
-    SSE_HEADERS,
     current_run,
     deliver,
     json_body,
     refuse_if_busy,
 )
+from web.resume import active_reader, resumed_response
 from web.services import services
 
 bp = Blueprint("native", __name__)
@@ -103,18 +94,13 @@ def resume_stream(thread_id: str) -> Response:
     no segment is active, 410 when the cursor is older than what is kept."""
     thread_for(thread_id, current_user(), must_exist=True)
     after = _cursor()
-    svc = services()
-    stream_id = active_segment(svc.redis, thread_id)
-    if stream_id is None:
-        return Response(status=204)
-    reader = LogReader(svc.redis, stream_id, after=after)
     try:
-        reader.check()
+        reader = active_reader(thread_id, "native", after)
     except LogGoneError as exc:
         raise Gone(exc.message) from exc
-    heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
-    body = _resumed(reader, thread_id, heartbeat, svc.settings.relay_timeout)
-    return Response(body, headers={**NativeAdapter.HEADERS, **SSE_HEADERS})
+    if reader is None:
+        return Response(status=204)
+    return resumed_response(reader, thread_id, "native", ids=True)
 
 
 def _cursor() -> int:
@@ -124,23 +110,3 @@ def _cursor() -> int:
     if not raw.strip().lstrip("-").isdigit() or int(raw) < -1:
         raise BadRequest("The cursor (Last-Event-ID or 'after') must be a sequence number.")
     return int(raw)
-
-
-def _resumed(reader: LogReader, thread_id: str, heartbeat: float, timeout: float) -> Iterator[str]:
-    """Native SSE frames, each with ``id: <sequence>`` so EventSource reconnects itself."""
-    # A comment first: the headers go out now, not with the first event, which may be
-    # a long way off (the cursor was at the live edge).
-    yield SSE_HEARTBEAT
-    started = False
-    try:
-        for envelope in reader.envelopes(wait=heartbeat, timeout=timeout):
-            if envelope is None:
-                yield SSE_HEARTBEAT
-                continue
-            if envelope.is_terminal:
-                return
-            started = True
-            yield f"id: {envelope.sequence}\n" + encode_event(envelope.to_event())
-    except (ChannelReadError, RedisError) as exc:
-        for frame in failure_frames("native", thread_id, {}, exc, started=started):
-            yield encode_event(frame)

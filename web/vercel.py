@@ -5,12 +5,14 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 from werkzeug.exceptions import BadRequest
 
+from channels.log import LogGoneError
 from shared.agent import Agent
 from shared.ids import new_id, new_run_id
 from shared.jobs import ContinueJob, TurnJob, UserTurn
 from shared.protocols.vercel import VercelAIInputTranslator, ui_messages
 from web.auth import current_user, thread_for
 from web.dispatch import current_run, deliver, json_body, refuse_if_busy, refuse_replay
+from web.resume import active_reader, resumed_response
 from web.services import services
 
 bp = Blueprint("vercel", __name__)
@@ -61,3 +63,21 @@ def get_chat(thread_id: str) -> Response:
         tools=[*spec.tools, *spec.frontend_tools],
     )
     return jsonify({"messages": messages})
+
+
+@bp.get("/api/chat/<thread_id>/stream")
+def resume_chat(thread_id: str) -> Response:
+    """What ``useChat({ resume: true })`` asks on every page load: 204 when the chat has
+    no active segment, else that segment replayed from its first chunk (its ``start``
+    names the assistant message), then live to its end. A chat that does not exist yet
+    has nothing active (204); someone else's chat is a 404 as everywhere."""
+    thread_for(thread_id, current_user())
+    try:
+        reader = active_reader(thread_id, "vercel", after=-1)
+    except LogGoneError:
+        # Its start was trimmed away: a torn replay would break the client, which
+        # loads the stored messages instead.
+        return Response(status=204)
+    if reader is None:
+        return Response(status=204)
+    return resumed_response(reader, thread_id, "vercel", ids=False)

@@ -64,11 +64,13 @@ def with_segment(job: J) -> J:
 
 
 def channel_factory(
-    target: Target, thread_id: str, res: Resources, stream_id: str
+    target: Target, thread_id: str, res: Resources, stream_id: str, protocol: str = "native"
 ) -> Callable[[], Channel]:
-    """Fresh channels for ``target`` that serve the segment ``stream_id`` and write its
-    log (every delivery does, Pusher and Mercure as well as the relay)."""
-    log = SegmentLog(res.redis, stream_id, thread_id, LogLimits.from_settings(res.settings))
+    """Fresh channels for ``target`` that serve the segment ``stream_id`` (events in
+    ``protocol``) and write its log (every delivery does, Pusher and Mercure as well as
+    the relay)."""
+    limits = LogLimits.from_settings(res.settings)
+    log = SegmentLog(res.redis, stream_id, thread_id, limits, protocol)
     build = CHANNELS[target.kind](target, thread_id, res)
     return lambda: build().into_segment(stream_id, log)
 

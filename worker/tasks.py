@@ -65,7 +65,7 @@ def _agent(task: AnyTask, res: Resources, job: AnyJob) -> Agent:
         executor=task.request.id,
     )
     agent.set_stream_adapter(adapter_factory(job.protocol, job.thread_id, _seed(job, res, spec)))
-    agent.set_channel(channel_factory(_target(job), job.thread_id, res, _stream(job)))
+    agent.set_channel(channel_factory(_target(job), job.thread_id, res, _stream(job), job.protocol))
     return agent
 
 
@@ -92,7 +92,7 @@ def _publish_failure(res: Resources, job: AnyJob, error: BaseException) -> None:
     """Deliver error frames and ``stream.failed`` for a failure the run did not report."""
     try:
         # Only for a segment that never began: nothing of it was sent or logged yet.
-        channel = channel_factory(_target(job), job.thread_id, res, _stream(job))()
+        channel = channel_factory(_target(job), job.thread_id, res, _stream(job), job.protocol)()
         for frame in failure_frames(job.protocol, job.thread_id, job.seed, error, started=False):
             channel.send(frame)
         channel.failed(error, job.thread_id)

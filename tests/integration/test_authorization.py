@@ -78,8 +78,8 @@ def test_an_unknown_thread_is_404_for_everyone(client: FlaskClient) -> None:
     assert client.get("/api/threads/nobody", headers=bearer("ann")).status_code == 404
 
 
-def test_resuming_is_authorized_like_reading(client: FlaskClient) -> None:
-    path = "/api/threads/ann-thread/stream"
+@pytest.mark.parametrize("path", ["/api/threads/ann-thread/stream", "/api/chat/ann-thread/stream"])
+def test_resuming_is_authorized_like_reading(client: FlaskClient, path: str) -> None:
     assert client.get(path, headers=bearer("ann")).status_code == 204  # nothing is active
     other = client.get(path, headers=bearer("bob"))
     assert other.status_code == 404

@@ -1,7 +1,9 @@
-"""Resuming a native stream from the segment log (``GET /api/threads/<id>/stream``): a
-client whose connection dropped mid-answer continues from its cursor with nothing
-missing and nothing twice, a second viewer replays the segment from its start, and a
-cursor older than what is kept is refused. Real web app, Celery worker and Redis."""
+"""Resuming from the segment log. Native (``GET /api/threads/<id>/stream``): a client
+whose connection dropped mid-answer continues from its cursor with nothing missing and
+nothing twice, a second viewer replays the segment from its start, and a cursor older
+than what is kept is refused. Vercel (``GET /api/chat/<id>/stream``): a reloaded chat
+gets its running answer replayed from its first chunk. Real web app, Celery worker and
+Redis."""
 
 from __future__ import annotations
 
@@ -13,13 +15,14 @@ from typing import Any
 import pytest
 import requests
 
-from channels import LogLimits, LogOnlyChannel, SegmentLog, announce
+from channels import ActiveSegment, LogLimits, LogOnlyChannel, SegmentLog, announce
 from shared.events import ProtocolEvent
 from shared.ids import new_stream_id
 from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import WebServer, fresh_env, running_stack
+from tests.support.vercel import VercelSchema
 
 pytestmark = pytest.mark.integration
 
@@ -110,7 +113,7 @@ def test_a_cursor_older_than_the_log_keeps_is_gone_and_bad_input_is_refused(
     services.store.create_thread("r-old", "anonymous")
     limits = LogLimits(retention=60, max_age=600, max_events=100)
     stream_id = new_stream_id()
-    announce(services.redis, "r-old", stream_id, limits)
+    announce(services.redis, "r-old", ActiveSegment("native", stream_id), limits)
     channel = LogOnlyChannel().into_segment(
         stream_id, SegmentLog(services.redis, stream_id, "r-old", limits)
     )
@@ -132,3 +135,42 @@ def test_a_cursor_older_than_the_log_keeps_is_gone_and_bad_input_is_refused(
     assert bad.status_code == 400 and bad.json()["type"] == "BadRequest"
     missing = requests.get(f"{web.url}/api/threads/nobody/stream", timeout=10)
     assert missing.status_code == 404
+
+
+def test_a_reloaded_use_chat_gets_the_running_answer_replayed_from_its_start(
+    web: WebServer, tmp_path: Path, vercel_schema: VercelSchema
+) -> None:
+    """What ``useChat({ resume: true })`` does after a reload: GET the chat's stream."""
+    body = {
+        "id": "v-1",
+        "trigger": "submit-message",
+        "messages": [{"id": "u-v1", "role": "user", "parts": [{"type": "text", "text": "gated"}]}],
+    }
+    live = requests.post(f"{web.url}/api/chat", json=body, stream=True, timeout=60)
+    held: list[dict[str, Any]] = []
+    for frame in frames(live):
+        held.append(frame.event)
+        event = frame.event
+        if (
+            event["type"] == "data-workflow-activity"
+            and event["data"]["data"]["status"] == "running"
+        ):
+            break
+    live.close()  # the page reloads mid-answer
+
+    assert requests.get(f"{web.url}/api/chat/not-yet-a-chat/stream", timeout=10).status_code == 204
+    resumed = requests.get(f"{web.url}/api/chat/v-1/stream", stream=True, timeout=60)
+    assert resumed.status_code == 200
+    assert resumed.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    (tmp_path / "gate.open").touch()
+    replay = [f.event for f in frames(resumed)]
+
+    # From its first chunk: the start names the same assistant message as live did.
+    assert replay[: len(held)] == held
+    (start,) = [e for e in replay if e["type"] == "start"]
+    assert start == next(e for e in held if e["type"] == "start") and start["messageId"]
+    assert replay[-1]["type"] == "finish"
+    message = vercel_schema.frames(replay)["message"]  # the ai package assembles it, strictly
+    texts = [p["text"] for p in message["parts"] if p["type"] == "text"]
+    assert texts == ["Before the gate.", "After the gate: opened"]
+    assert requests.get(f"{web.url}/api/chat/v-1/stream", timeout=10).status_code == 204

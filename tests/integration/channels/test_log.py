@@ -11,6 +11,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from channels import (
+    ActiveSegment,
     ChannelConfigError,
     LogLimits,
     LogOnlyChannel,
@@ -40,7 +41,7 @@ def test_the_log_holds_exactly_the_relayed_envelopes_terminal_included(
     client: FlakyRedis, name: str
 ) -> None:
     log = _segment(client, "thread-log")
-    announce(client, "thread-log", log.stream_id, LIMITS)
+    announce(client, "thread-log", ActiveSegment("native", log.stream_id), LIMITS)
     reader = RedisChannelReader(client, name, timeout=5)
     reader.subscribe()
     channel = RedisChannel(client, name).into_segment(log.stream_id, log)
@@ -63,10 +64,10 @@ def test_the_log_holds_exactly_the_relayed_envelopes_terminal_included(
 
 def test_a_late_terminal_never_clears_a_newer_segment(client: FlakyRedis) -> None:
     old = _segment(client, "thread-twice")
-    announce(client, "thread-twice", old.stream_id, LIMITS)
+    announce(client, "thread-twice", ActiveSegment("native", old.stream_id), LIMITS)
     old_channel = LogOnlyChannel().into_segment(old.stream_id, old)
     old_channel.send(ProtocolEvent("text", {"content": "first"}))
-    newer = new_stream_id()
+    newer = ActiveSegment("vercel", new_stream_id())
     announce(client, "thread-twice", newer, LIMITS)  # the web enqueued the next segment
 
     old_channel.completed(DONE, "thread-twice")
@@ -81,7 +82,7 @@ def test_a_segment_nobody_announced_becomes_active_with_its_first_entry(
     channel = LogOnlyChannel().into_segment(log.stream_id, log)
     assert active_segment(client, "thread-timer") is None
     channel.send(ProtocolEvent("text", {"content": "settled by a timer"}))
-    assert active_segment(client, "thread-timer") == log.stream_id
+    assert active_segment(client, "thread-timer") == ActiveSegment("native", log.stream_id)
     # While running, the hard age cap holds (XADD alone never sets a TTL).
     assert 60 < _ttl(client, log_key(log.stream_id)) <= 3600
     channel.failed(RuntimeError("boom"), "thread-timer")

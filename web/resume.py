@@ -1,0 +1,69 @@
+"""Resuming a thread's active segment from its log (channels.log): the replay after a
+cursor, then live to the end, in the segment's own protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flask import Response, current_app
+from redis.exceptions import RedisError
+
+from channels import ChannelReadError, active_segment
+from channels.log import LogReader
+from shared.jobs import ProtocolName
+from shared.protocols import failure_frames, protocol
+from shared.sse import HEARTBEAT as SSE_HEARTBEAT
+from shared.sse import encode_event
+from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS
+from web.services import services
+
+
+def active_reader(thread_id: str, protocol_name: ProtocolName, after: int) -> LogReader | None:
+    """A reader of the thread's active segment after ``after``, or None when no segment
+    in ``protocol_name`` is active. Raises LogGoneError for a cursor the log cannot
+    continue from."""
+    svc = services()
+    active = active_segment(svc.redis, thread_id)
+    if active is None or active.protocol != protocol_name:
+        return None  # nothing running that this client could read
+    reader = LogReader(svc.redis, active.stream_id, after=after)
+    reader.check()
+    return reader
+
+
+def resumed_response(
+    reader: LogReader, thread_id: str, protocol_name: ProtocolName, *, ids: bool
+) -> Response:
+    """The SSE response replaying ``reader``'s segment; ``ids`` puts ``id: <sequence>``
+    before each frame (the native cursor, which EventSource resends by itself)."""
+    heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
+    timeout = services().settings.relay_timeout
+    body = _frames(reader, thread_id, protocol_name, heartbeat, timeout, ids)
+    return Response(body, headers={**protocol(protocol_name).headers, **SSE_HEADERS})
+
+
+def _frames(
+    reader: LogReader,
+    thread_id: str,
+    protocol_name: ProtocolName,
+    heartbeat: float,
+    timeout: float,
+    ids: bool,
+) -> Iterator[str]:
+    # A comment first: the headers go out now, not with the first event, which may be
+    # a long way off (the cursor was at the live edge).
+    yield SSE_HEARTBEAT
+    started = False
+    try:
+        for envelope in reader.envelopes(wait=heartbeat, timeout=timeout):
+            if envelope is None:
+                yield SSE_HEARTBEAT
+                continue
+            if envelope.is_terminal:
+                return
+            started = True
+            frame = encode_event(envelope.to_event())
+            yield f"id: {envelope.sequence}\n{frame}" if ids else frame
+    except (ChannelReadError, RedisError) as exc:
+        for event in failure_frames(protocol_name, thread_id, {}, exc, started=started):
+            yield encode_event(event)
