@@ -83,10 +83,10 @@ export class ChatTab {
    * Open the page in a new tab of `context`. `thread` picks the chat (else the tab's
    * sessionStorage, else a fresh id); `eager` selects the eager submission predicate.
    */
-  static async open(context, { thread, eager = false } = {}) {
+  static async open(context, { thread, eager = false, resume = false } = {}) {
     const page = await context.newPage();
     const tab = new ChatTab(page);
-    await tab.goto({ thread, eager });
+    await tab.goto({ thread, eager, resume });
     return tab;
   }
 
@@ -98,10 +98,11 @@ export class ChatTab {
   }
 
   /** (Re)load the page, as a user reloading or revisiting it in this tab. */
-  async goto({ thread, eager = false } = {}) {
+  async goto({ thread, eager = false, resume = false } = {}) {
     const url = new URL(PAGE_URL);
     if (thread) url.searchParams.set('thread', thread);
     if (eager) url.searchParams.set('send', 'eager');
+    if (resume) url.searchParams.set('resume', '1'); // useChat({ resume: true })
     const response = await this.page.goto(url.href, { waitUntil: 'load' });
     assert.equal(response.status(), 200);
     await this.page.locator('#status[data-status="ready"]').waitFor();

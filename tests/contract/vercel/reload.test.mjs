@@ -105,3 +105,31 @@ test('J184 a tab closed mid-stream does not lock the thread: the run completes a
   assert.equal(modelCalls(first).length, 2);
   await assertStoredAsShown(tab, threadId, probe);
 });
+
+/** The whole answer of the resume scenario (tests/contract/vercel_agent.py, LONG_TEXT). */
+const LONG_TEXT = 'A long answer. '.repeat(170);
+
+test('useChat({ resume: true }) reloaded mid-answer continues the same message from the segment log', async (t) => {
+  const context = await newContext(t);
+  const threadId = newThreadId('resume');
+  const tab = await ChatTab.open(context, { thread: threadId, resume: true });
+  const opened = await tab.probe();
+  assert.deepEqual(opened.resumes.map((r) => r.status), [204], 'a new chat has nothing to resume');
+
+  await tab.send('Give me a long answer');
+  await tab.page.locator('.msg[data-role="assistant"] p.text', { hasText: 'A long answer.' }).waitFor();
+  const seen = await tab.lastAnswer();
+  assert.ok(seen.length < LONG_TEXT.length, `reloaded mid-answer (${seen.length} chars seen)`);
+
+  await tab.goto({ thread: threadId, resume: true }); // the user reloads the page
+  await tab.waitForAnswer(LONG_TEXT);
+  await tab.waitForIdle(1);
+  const done = await tab.probe();
+  assert.deepEqual(done.resumes.map((r) => r.status), [200], 'the reload resumed the live answer');
+  assert.deepEqual(done.requests, [], 'resuming sends no chat request');
+  const answers = done.state.messages.filter((m) => m.role === 'assistant');
+  assert.equal(answers.length, 1, 'one assistant message, not a second copy');
+  assert.equal(await tab.lastAnswer(), LONG_TEXT, 'every chunk once, in order');
+  assert.equal((await threadRun(threadId)).status, 'completed');
+  await assertStoredAsShown(tab, threadId, done);
+});

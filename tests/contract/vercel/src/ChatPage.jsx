@@ -16,9 +16,19 @@ import { useEffect, useState, useSyncExternalStore } from 'react';
 import { createAutoSend } from './autoSend.js';
 import { createToolRunner } from './tools.js';
 
-/** A fetch that logs each chat request (what the backend was sent) and its status. */
-function recordingFetch(requests) {
+/**
+ * A fetch that logs each chat request (what the backend was sent) and its status; a
+ * resume (useChat's GET of the chat's stream) goes to `resumes` instead.
+ */
+function recordingFetch(requests, resumes) {
   return async (url, init) => {
+    if (!init?.body) {
+      const entry = { url: String(url), status: null };
+      resumes.push(entry);
+      const response = await fetch(url, init);
+      entry.status = response.status;
+      return response;
+    }
     const body = JSON.parse(init.body);
     const entry = {
       trigger: body.trigger,
@@ -98,12 +108,16 @@ function Part({ part, tools, onDecide }) {
   return null;
 }
 
-export function ChatPage({ chatId, initialMessages, eager }) {
+export function ChatPage({ chatId, initialMessages, eager, resume }) {
   const [tools] = useState(createToolRunner);
   useSyncExternalStore(tools.subscribe, tools.getVersion);
-  const [record] = useState(() => ({ requests: [], decisions: [] }));
+  const [record] = useState(() => ({ requests: [], resumes: [], decisions: [] }));
   const [transport] = useState(
-    () => new DefaultChatTransport({ api: '/api/chat', fetch: recordingFetch(record.requests) }),
+    () =>
+      new DefaultChatTransport({
+        api: '/api/chat',
+        fetch: recordingFetch(record.requests, record.resumes),
+      }),
   );
   const [sendAutomaticallyWhen] = useState(() =>
     createAutoSend({ eager, onDecision: (decision) => record.decisions.push(decision) }),
@@ -123,6 +137,7 @@ export function ChatPage({ chatId, initialMessages, eager }) {
   } = useChat({
     id: chatId,
     messages: initialMessages,
+    resume,
     transport,
     sendAutomaticallyWhen,
     onToolCall: ({ toolCall }) => {
@@ -142,6 +157,7 @@ export function ChatPage({ chatId, initialMessages, eager }) {
     window.__relayline = {
       chatId,
       requests: record.requests,
+      resumes: record.resumes,
       decisions: record.decisions,
       handlerRuns: tools.allRuns(),
       state: { status, finished, error: error ? describeError(error) : null, messages },

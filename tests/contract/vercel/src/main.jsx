@@ -9,7 +9,12 @@ const root = createRoot(document.getElementById('root'));
 loadHistory(chatId).then(
   (messages) =>
     root.render(
-      <ChatPage chatId={chatId} initialMessages={messages} eager={params.get('send') === 'eager'} />,
+      <ChatPage
+        chatId={chatId}
+        initialMessages={messages}
+        eager={params.get('send') === 'eager'}
+        resume={params.get('resume') === '1'}
+      />,
     ),
   (error) =>
     root.render(
