@@ -21,8 +21,9 @@ from shared.ids import new_stream_id
 from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
-from tests.support.stack import WebServer, fresh_env, running_stack
+from tests.support.stack import WebServer, Worker, fresh_env, running_stack
 from tests.support.vercel import VercelSchema
+from tests.support.web_process import WebProcess
 
 pytestmark = pytest.mark.integration
 
@@ -67,13 +68,9 @@ def test_a_dropped_stream_resumes_from_its_cursor_and_a_second_viewer_sees_it_al
         stream=True,
         timeout=60,
     )
-    held: list[dict[str, Any]] = []
-    ids: list[str | None] = []
-    for frame in frames(live):
-        held.append(frame.event)
-        ids.append(frame.id)
-        if frame.event["type"] == "activity" and frame.event["data"]["status"] == "running":
-            break
+    until = _until_the_gate(live)
+    held = [f.event for f in until]
+    ids = [f.id for f in until]
     live.close()  # the connection drops mid-answer; the run goes on in the worker
     # The live frames carry the log's cursor, as EventSource would resend it.
     assert ids == [str(n) for n in range(len(held))]
@@ -147,15 +144,7 @@ def test_a_reloaded_use_chat_gets_the_running_answer_replayed_from_its_start(
         "messages": [{"id": "u-v1", "role": "user", "parts": [{"type": "text", "text": "gated"}]}],
     }
     live = requests.post(f"{web.url}/api/chat", json=body, stream=True, timeout=60)
-    held: list[dict[str, Any]] = []
-    for frame in frames(live):
-        held.append(frame.event)
-        event = frame.event
-        if (
-            event["type"] == "data-workflow-activity"
-            and event["data"]["data"]["status"] == "running"
-        ):
-            break
+    held = [f.event for f in _until_the_gate(live)]
     live.close()  # the page reloads mid-answer
 
     assert requests.get(f"{web.url}/api/chat/not-yet-a-chat/stream", timeout=10).status_code == 204
@@ -174,3 +163,99 @@ def test_a_reloaded_use_chat_gets_the_running_answer_replayed_from_its_start(
     texts = [p["text"] for p in message["parts"] if p["type"] == "text"]
     assert texts == ["Before the gate.", "After the gate: opened"]
     assert requests.get(f"{web.url}/api/chat/v-1/stream", timeout=10).status_code == 204
+
+
+def _until_the_gate(response: requests.Response) -> list[Frame]:
+    """The frames of a gated turn up to its gate tool starting (the turn then holds)."""
+    held: list[Frame] = []
+    for frame in frames(response):
+        held.append(frame)
+        kind = frame.event["type"]
+        data: dict[str, Any] = frame.event.get("data") or {}
+        if kind == "data-workflow-activity":
+            data = data.get("data") or {}  # Vercel wraps the activity once more
+        if kind in ("activity", "data-workflow-activity") and data.get("status") == "running":
+            return held
+    raise AssertionError("the turn ended before its gate")
+
+
+def test_a_web_process_killed_mid_answer_loses_nothing_and_three_viewers_agree(
+    tmp_path: Path, redis_databases: RedisDatabases, vercel_schema: VercelSchema
+) -> None:
+    with redis_databases.database(f"web loss {tmp_path.name}") as redis_url:
+        env = fresh_env(tmp_path, redis_url)
+        workers = [Worker(env, "w0"), Worker(env, "w1")]  # both turns hold at once
+        webs = [WebProcess(env, tmp_path, "web-a")]
+        try:
+            native_live = requests.post(
+                f"{webs[0].url}/api/threads/k-native/messages",
+                json={"content": "gated please"},
+                stream=True,
+                timeout=60,
+            )
+            native_held = _until_the_gate(native_live)
+            vercel_live = requests.post(
+                f"{webs[0].url}/api/chat",
+                json={
+                    "id": "k-vercel",
+                    "trigger": "submit-message",
+                    "messages": [
+                        {"id": "u-kv", "role": "user", "parts": [{"type": "text", "text": "gated"}]}
+                    ],
+                },
+                stream=True,
+                timeout=60,
+            )
+            vercel_held = _until_the_gate(vercel_live)
+
+            webs[0].kill()  # the web process dies mid-answer, both connections with it
+            native_live.close()
+            vercel_live.close()
+            webs.append(WebProcess(env, tmp_path, "web-b"))
+            url = webs[1].url
+
+            cursor = native_held[-1].id
+            assert cursor == str(len(native_held) - 1)
+            resumed = requests.get(
+                f"{url}/api/threads/k-native/stream",
+                headers={"Last-Event-ID": cursor},
+                stream=True,
+                timeout=60,
+            )
+            viewers = [
+                requests.get(f"{url}/api/threads/k-native/stream", stream=True, timeout=60)
+                for _ in range(3)
+            ]
+            reloaded = requests.get(f"{url}/api/chat/k-vercel/stream", stream=True, timeout=60)
+            assert [r.status_code for r in (resumed, *viewers, reloaded)] == [200] * 5
+            (tmp_path / "gate.open").touch()
+
+            rest = list(frames(resumed))
+            seen = [[(f.id, f.event) for f in frames(viewer)] for viewer in viewers]
+            replay = [f.event for f in frames(reloaded)]
+        finally:
+            for web in webs:
+                web.stop()
+            for worker in workers:
+                worker.stop()
+
+    # Native: continued after the cursor, nothing missing, nothing twice.
+    whole = [f.event for f in native_held] + [f.event for f in rest]
+    assert [f.id for f in rest] == [str(n) for n in range(len(native_held), len(whole))]
+    assert text_of(whole) == "Before the gate.After the gate: opened"
+    # Three viewers of one run receive identical sequences: the whole segment.
+    assert seen[0] == seen[1] == seen[2] == [(str(n), e) for n, e in enumerate(whole)]
+    # Vercel: the reload replays from the first chunk what the dead process had sent.
+    assert replay[: len(vercel_held)] == [f.event for f in vercel_held]
+    message = vercel_schema.frames(replay)["message"]
+    assert [p["text"] for p in message["parts"] if p["type"] == "text"] == [
+        "Before the gate.",
+        "After the gate: opened",
+    ]
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    try:
+        for thread in ("k-native", "k-vercel"):
+            stored = [m.text for m in store.messages(thread) if m.role == "assistant"]
+            assert stored == ["Before the gate.", "After the gate: opened"]
+    finally:
+        store.dispose()
