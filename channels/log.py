@@ -2,17 +2,18 @@
 Redis Stream per segment, so a reload, a dropped connection or a second viewer can read
 a run's output after it was sent (docs/reference/resume-and-cancel.md section 8.1).
 
-- **Keys:** ``relayline:{seg:<stream id>}:log`` (a Stream, one entry per envelope, field
-  ``e``) and ``relayline:{thread:<thread id>}:active`` (``<protocol>:<stream id>`` of
-  the thread's active segment). The hash tags keep a segment's keys in one Redis Cluster slot; the
-  two keys are never touched in one command, so they may live in different slots.
+- **Keys:** ``relayline:{seg:<stream id>}:log`` (a Stream, one entry per envelope,
+  field ``e``); per thread, ``relayline:{thread:<id>}:active`` (``<protocol>:<stream
+  id>`` of the running segment) and ``relayline:{thread:<id>}:latest`` (the newest
+  segment while its log is kept). The hash tags keep each one's keys in one Redis
+  Cluster slot; a segment's and a thread's keys are never touched in one command.
 - **Lifetime:** the web announces a segment when it enqueues its job (``announce``), and
-  the log's first entry makes it the thread's active segment (again, or for the first
-  time when nobody announced it: a timer, a recovery); the first entry sets a hard age
-  cap (``max_age``) and every entry a length cap (``max_events``, trimmed
-  approximately); the terminal entry shortens the lifetime to
-  ``retention`` and clears the thread's pointer only if it still names this segment
-  (compare-and-delete), so a late writer never clears a newer segment.
+  the log's first entry makes it the thread's active and latest segment (again, or for
+  the first time when nobody announced it: a timer, a recovery); the first entry sets a
+  hard age cap (``max_age``) and every entry a length cap (``max_events``, trimmed
+  approximately); the terminal entry shortens the log's lifetime and the latest
+  pointer's to ``retention`` and clears the active pointer, each only while it still
+  names this segment, so a late writer never touches a newer segment.
 - **Entries:** the envelope text exactly as built; fragments stay a transport concern
   of Pusher and Mercure and are never logged.
 """
@@ -32,9 +33,12 @@ from shared.settings import Settings
 
 FIELD: Final = "e"
 
-# Delete the pointer only while it names this segment.
-_COMPARE_AND_DELETE: Final = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+# At the terminal: the thread's active pointer goes and its latest pointer is kept only
+# for the retention, each only while it still names this segment (a late writer never
+# touches a newer one). Both keys carry the thread's hash tag: one slot, one script.
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('EXPIRE', KEYS[2], ARGV[2]) end
 return 0
 """
 
@@ -45,6 +49,11 @@ def log_key(stream_id: str) -> str:
 
 def active_key(thread_id: str) -> str:
     return f"relayline:{{thread:{thread_id}}}:active"
+
+
+def latest_key(thread_id: str) -> str:
+    """The thread's newest segment, running or ended, while its log is kept."""
+    return f"relayline:{{thread:{thread_id}}}:latest"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +105,12 @@ def active_segment(client: redis.Redis, thread_id: str) -> ActiveSegment | None:
     return ActiveSegment.parse(found.decode()) if found is not None else None
 
 
+def latest_segment(client: redis.Redis, thread_id: str) -> ActiveSegment | None:
+    """The thread's newest segment, running or ended within the retention."""
+    found = cast(bytes | None, client.get(latest_key(thread_id)))
+    return ActiveSegment.parse(found.decode()) if found is not None else None
+
+
 class LogGoneError(ChannelReadError):
     """The log no longer holds what a reader asked for (expired, or trimmed past its
     cursor): replaying from there would tear the segment."""
@@ -126,7 +141,7 @@ class SegmentLog:
         self.limits = limits
         self.key = log_key(stream_id)
         self._started = False
-        self._release = client.register_script(_COMPARE_AND_DELETE)
+        self._release = client.register_script(_RELEASE)
 
     def append(self, envelope: str, *, terminal: bool = False) -> None:
         pipe = self.client.pipeline(transaction=False)
@@ -137,12 +152,16 @@ class SegmentLog:
             # The thread's active segment from its first entry on (the web announced it
             # already, unless nobody did: a timer, a recovery).
             pipe.set(active_key(self.thread_id), self.pointer, ex=_seconds(self.limits.max_age))
+            pipe.set(latest_key(self.thread_id), self.pointer, ex=_seconds(self.limits.max_age))
         if terminal:
             pipe.expire(self.key, _seconds(self.limits.retention))
         pipe.execute()
         self._started = True
         if terminal:
-            self._release(keys=[active_key(self.thread_id)], args=[self.pointer])
+            self._release(
+                keys=[active_key(self.thread_id), latest_key(self.thread_id)],
+                args=[self.pointer, _seconds(self.limits.retention)],
+            )
 
 
 def _seconds(value: float) -> int:
@@ -178,6 +197,14 @@ class LogReader:
                 f"Segment {self.stream_id} keeps events from {first.sequence} on; "
                 f"the cursor {self.after} is older."
             )
+
+    def finished_at_cursor(self) -> bool:
+        """Whether the segment ended and the cursor already holds its last event."""
+        rows = cast(_Rows, self.client.xrevrange(self.key, count=1))
+        if not rows:
+            return False
+        last = Envelope.parse(rows[0][1][FIELD.encode()])
+        return last.is_terminal and last.sequence <= self.after + 1
 
     def envelopes(self, *, wait: float, timeout: float) -> Iterator[Envelope | None]:
         """The envelopes after the cursor, in order, the terminal last; None after each

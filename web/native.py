@@ -89,13 +89,14 @@ def get_thread(thread_id: str) -> Response:
 
 @bp.get("/api/threads/<thread_id>/stream")
 def resume_stream(thread_id: str) -> Response:
-    """The thread's active segment from after the cursor (``Last-Event-ID`` or
+    """The thread's newest segment from after the cursor (``Last-Event-ID`` or
     ``?after=<sequence>``; from its start without one), then live to its end; 204 when
-    no segment is active, 410 when the cursor is older than what is kept."""
+    there is nothing more to send (nothing kept and no cursor, or the cursor holds the
+    end), 410 when the cursor is older than what is kept."""
     thread_for(thread_id, current_user(), must_exist=True)
     after = _cursor()
     try:
-        reader = active_reader(thread_id, "native", after)
+        reader = active_reader(thread_id, "native", after, ended_too=True)
     except LogGoneError as exc:
         raise Gone(exc.message) from exc
     if reader is None:

@@ -9,7 +9,7 @@ from flask import Response, current_app
 from redis.exceptions import RedisError
 
 from channels import ChannelReadError, active_segment
-from channels.log import LogReader
+from channels.log import LogGoneError, LogReader, latest_segment
 from shared.jobs import ProtocolName
 from shared.protocols import failure_frames, protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
@@ -18,16 +18,26 @@ from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS
 from web.services import services
 
 
-def active_reader(thread_id: str, protocol_name: ProtocolName, after: int) -> LogReader | None:
-    """A reader of the thread's active segment after ``after``, or None when no segment
-    in ``protocol_name`` is active. Raises LogGoneError for a cursor the log cannot
-    continue from."""
+def active_reader(
+    thread_id: str, protocol_name: ProtocolName, after: int, *, ended_too: bool = False
+) -> LogReader | None:
+    """A reader of the thread's running segment after ``after`` (with ``ended_too``,
+    else of its newest one while kept), or None when there is nothing to send: no such
+    segment in ``protocol_name``, or it ended and the cursor holds its last event.
+    Raises LogGoneError for a cursor the log cannot continue from (trimmed, or the
+    segment it belonged to is no longer kept)."""
     svc = services()
-    active = active_segment(svc.redis, thread_id)
-    if active is None or active.protocol != protocol_name:
+    segment = active_segment(svc.redis, thread_id)
+    if segment is None and ended_too:
+        segment = latest_segment(svc.redis, thread_id)
+        if segment is None and after >= 0:
+            raise LogGoneError(f"Nothing of thread {thread_id!r} is kept after {after}.")
+    if segment is None or segment.protocol != protocol_name:
         return None  # nothing running that this client could read
-    reader = LogReader(svc.redis, active.stream_id, after=after)
+    reader = LogReader(svc.redis, segment.stream_id, after=after)
     reader.check()
+    if reader.finished_at_cursor():
+        return None
     return reader
 
 

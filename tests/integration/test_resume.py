@@ -8,6 +8,7 @@ Redis."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 import requests
 
 from channels import ActiveSegment, LogLimits, LogOnlyChannel, SegmentLog, announce
+from channels.log import latest_segment, log_key
 from shared.events import ProtocolEvent
 from shared.ids import new_stream_id
 from shared.persistence import Store
@@ -99,8 +101,54 @@ def test_a_dropped_stream_resumes_from_its_cursor_and_a_second_viewer_sees_it_al
         store.dispose()
     assert count(tmp_path, "gate.reached") == 1
 
-    # The segment ended: nothing is active any more.
-    assert requests.get(f"{web.url}/api/threads/r-1/stream", timeout=10).status_code == 204
+    # The segment ended. A client holding its last event has it all; one reconnecting
+    # just after the end (it missed the last events) still gets them while kept.
+    last = str(len(whole) - 1)
+    ended = requests.get(
+        f"{web.url}/api/threads/r-1/stream", headers={"Last-Event-ID": last}, timeout=10
+    )
+    assert ended.status_code == 204
+    late = requests.get(f"{web.url}/api/threads/r-1/stream?after={len(whole) - 3}", timeout=10)
+    assert [f.event for f in frames(late)] == whole[-2:]
+
+
+def test_after_the_retention_a_cursor_is_gone_and_a_reload_finds_nothing(
+    tmp_path: Path, redis_databases: RedisDatabases
+) -> None:
+    with (
+        redis_databases.database(f"retention {tmp_path.name}") as redis_url,
+        running_stack(fresh_env(tmp_path, redis_url, RELAYLINE_STREAM_RETENTION="1")) as (
+            web,
+            _workers,
+        ),
+    ):
+        answer = requests.post(
+            f"{web.url}/api/threads/t-1/messages", json={"content": "hello"}, timeout=60
+        )
+        last = [line for line in answer.text.splitlines() if line.startswith("id: ")][-1]
+        cursor = last[len("id: ") :]
+        chat = {
+            "id": "t-2",
+            "trigger": "submit-message",
+            "messages": [{"id": "u-t2", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+        }
+        assert requests.post(f"{web.url}/api/chat", json=chat, timeout=60).status_code == 200
+        redis_client = web.app.extensions["relayline"].redis
+        segment = latest_segment(redis_client, "t-1")
+        assert segment is not None
+        assert requests.get(f"{web.url}/api/threads/t-1/stream?after=0", timeout=10).ok
+
+        deadline = time.monotonic() + 10
+        while redis_client.exists(log_key(segment.stream_id)):
+            assert time.monotonic() < deadline, "the log outlived its one-second retention"
+            time.sleep(0.1)  # the passing of the retention is what is tested, bounded
+
+        gone = requests.get(
+            f"{web.url}/api/threads/t-1/stream", headers={"Last-Event-ID": cursor}, timeout=10
+        )
+        assert gone.status_code == 410 and gone.json()["type"] == "Gone"
+        assert requests.get(f"{web.url}/api/threads/t-1/stream", timeout=10).status_code == 204
+        assert requests.get(f"{web.url}/api/chat/t-2/stream", timeout=10).status_code == 204
 
 
 def test_a_cursor_older_than_the_log_keeps_is_gone_and_bad_input_is_refused(
