@@ -118,12 +118,13 @@ class ContinueJobJSON(_JobJSON):
     stopAfterToolCall: bool
 
 
-class ExpireJobJSON(_JobJSON):
+class AttemptJobJSON(_JobJSON):
     attempt: int
 
 
-class RecoverJobJSON(_JobJSON):
-    attempt: int
+#: the JSON of a timer's and of a recovery's job
+ExpireJobJSON = AttemptJobJSON
+RecoverJobJSON = AttemptJobJSON
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -241,36 +242,30 @@ class ContinueJob(Job):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ExpireJob(Job):
-    """Settle the expired frontend wait of ``run_id`` at ``attempt`` (a timer)."""
+class _AttemptJob(Job):
+    """A job about the run ``run_id`` as it stood at ``attempt`` (nothing else)."""
 
     attempt: int
 
-    def to_json(self) -> ExpireJobJSON:
+    def to_json(self) -> AttemptJobJSON:
         return {**self._head(), "attempt": self.attempt}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ExpireJob:
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
         if not isinstance(data.get("attempt"), int):
-            raise JobError("An expire job needs an integer attempt.")
+            raise JobError(f"{cls.__name__} needs an integer attempt.")
         return cls(**cls.head_fields(data), attempt=data["attempt"])
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RecoverJob(Job):
+class ExpireJob(_AttemptJob):
+    """Settle the expired frontend wait of ``run_id`` at ``attempt`` (a timer)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RecoverJob(_AttemptJob):
     """Continue the running run ``run_id`` from its last checkpoint at ``attempt``: its
     worker's heartbeat lapsed (the sweeper sends this job)."""
-
-    attempt: int
-
-    def to_json(self) -> RecoverJobJSON:
-        return {**self._head(), "attempt": self.attempt}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RecoverJob:
-        if not isinstance(data.get("attempt"), int):
-            raise JobError("A recover job needs an integer attempt.")
-        return cls(**cls.head_fields(data), attempt=data["attempt"])
 
 
 AnyJob = TurnJob | ContinueJob | ExpireJob | RecoverJob
