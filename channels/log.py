@@ -177,11 +177,15 @@ class LogReader:
     first what is kept, then live, to its terminal. One blocked XREAD per reader (each
     holds a Redis connection while it waits)."""
 
-    def __init__(self, client: redis.Redis, stream_id: str, *, after: int = -1) -> None:
+    def __init__(
+        self, client: redis.Redis, stream_id: str, *, after: int = -1, thread_id: str | None = None
+    ) -> None:
         self.client = client
         self.stream_id = stream_id
         self.key = log_key(stream_id)
         self.after = after
+        #: when given, a wait also checks that the thread has no newer segment
+        self.thread_id = thread_id
 
     def check(self) -> None:
         """Refuse a cursor the log cannot continue from (LogGoneError): the log is gone
@@ -223,6 +227,7 @@ class LogReader:
                     raise ChannelReadError(
                         f"Segment {self.stream_id} was silent for {timeout:g} seconds."
                     )
+                self._check_not_replaced()
                 yield None
                 continue
             heard = time.monotonic()
@@ -235,3 +240,15 @@ class LogReader:
                 yield envelope
                 if envelope.is_terminal:
                     return
+
+    def _check_not_replaced(self) -> None:
+        """A segment whose worker was lost never gets its terminal; the run's recovery
+        goes on in a new segment. A reader left waiting on the old one says so."""
+        if self.thread_id is None:
+            return
+        newest = latest_segment(self.client, self.thread_id)
+        if newest is not None and newest.stream_id != self.stream_id:
+            raise ChannelReadError(
+                f"Segment {self.stream_id} ended without its terminal: segment "
+                f"{newest.stream_id} replaced it (the run went on elsewhere)."
+            )

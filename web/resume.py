@@ -34,7 +34,7 @@ def active_reader(
             raise LogGoneError(f"Nothing of thread {thread_id!r} is kept after {after}.")
     if segment is None or segment.protocol != protocol_name:
         return None  # nothing running that this client could read
-    reader = LogReader(svc.redis, segment.stream_id, after=after)
+    reader = LogReader(svc.redis, segment.stream_id, after=after, thread_id=thread_id)
     reader.check()
     if reader.finished_at_cursor():
         return None

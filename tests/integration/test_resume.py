@@ -307,3 +307,37 @@ def test_a_web_process_killed_mid_answer_loses_nothing_and_three_viewers_agree(
             assert stored == ["Before the gate.", "After the gate: opened"]
     finally:
         store.dispose()
+
+
+def test_a_reader_left_on_a_lost_segment_is_told_once_a_newer_one_begins(
+    tmp_path: Path, redis_databases: RedisDatabases
+) -> None:
+    """A segment whose worker died never gets its terminal; its run's recovery writes a
+    new segment. A client resumed on the old one gets the protocol's error frame (then
+    reloads) instead of waiting out the relay timeout."""
+    with redis_databases.database(f"replaced {tmp_path.name}") as redis_url:
+        web = WebServer(fresh_env(tmp_path, redis_url), {"RELAYLINE_HEARTBEAT_SECONDS": 0.05})
+        try:
+            services = web.app.extensions["relayline"]
+            services.store.create_thread("r-swap", "anonymous")
+            lost = _segment_of(services.redis, "r-swap")
+            lost.send(ProtocolEvent("text", {"content": "from the lost worker"}))
+
+            reading = requests.get(f"{web.url}/api/threads/r-swap/stream", stream=True, timeout=30)
+            received = frames(reading)
+            first = next(received)
+            assert first.event == {"type": "text", "content": "from the lost worker"}
+            recovery = _segment_of(services.redis, "r-swap")  # the recovered run's segment
+            recovery.send(ProtocolEvent("text", {"content": "from the recovery"}))
+            rest = [f.event for f in received]
+        finally:
+            web.stop()
+    assert [e["type"] for e in rest] == ["error"]  # then the response ends
+
+
+def _segment_of(client: Any, thread: str) -> LogOnlyChannel:
+    stream_id = new_stream_id()
+    return LogOnlyChannel().into_segment(stream_id, SegmentLog(client, stream_id, thread, LIMITS))
+
+
+LIMITS = LogLimits(retention=60, max_age=600, max_events=1000)
