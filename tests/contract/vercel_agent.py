@@ -26,8 +26,9 @@ def _calls(*calls: tuple[str, str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 #: the answer of the slow scenario, streamed in 57 chunks 25 ms apart (about 1.4 s)
 SLOW_TEXT = "A slow answer. " * 60
-#: the answer of the resume scenario: 160 chunks 25 ms apart (about 4 s)
-LONG_TEXT = "A long answer. " * 170
+#: the answer of the resume scenario: 319 chunks 25 ms apart (about 8 s), long enough
+#: that a reload under load still lands mid-answer
+LONG_TEXT = "A long answer. " * 340
 
 VERCEL_SCRIPT: dict[str, Any] = {
     "chunk_size": 16,
@@ -104,7 +105,7 @@ VERCEL_SCRIPT: dict[str, Any] = {
                 {"text": "Opened after reload: {{last_tool_result}}"},
             ],
         },
-        {  # resume: long enough that a page reloads well before its end (about 4 s)
+        {  # resume: long enough that a page reloads well before its end
             "match": "(?i)long answer",
             "steps": [{"chunk_delay_ms": 25, "text": LONG_TEXT}],
         },

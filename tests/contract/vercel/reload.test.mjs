@@ -107,12 +107,16 @@ test('J184 a tab closed mid-stream does not lock the thread: the run completes a
 });
 
 /** The whole answer of the resume scenario (tests/contract/vercel_agent.py, LONG_TEXT). */
-const LONG_TEXT = 'A long answer. '.repeat(170);
+const LONG_TEXT = 'A long answer. '.repeat(340);
 
 test('useChat({ resume: true }) reloaded mid-answer continues the same message from the segment log', async (t) => {
   const context = await newContext(t);
   const threadId = newThreadId('resume');
   const tab = await ChatTab.open(context, { thread: threadId, resume: true });
+  // useChat asks on mount; wait for that answer rather than racing it.
+  await tab.waitUntil('the resume request on load answered', () =>
+    window.__relayline?.resumes.some((r) => r.status !== null),
+  );
   const opened = await tab.probe();
   assert.deepEqual(opened.resumes.map((r) => r.status), [204], 'a new chat has nothing to resume');
 
