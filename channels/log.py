@@ -32,6 +32,7 @@ from channels.errors import ChannelConfigError, ChannelReadError
 from shared.settings import Settings
 
 FIELD: Final = "e"
+_FIELD: Final = FIELD.encode()  # as redis-py returns field names
 
 # At the terminal: the thread's active pointer goes and its latest pointer is kept only
 # for the retention, each only while it still names this segment (a late writer never
@@ -101,13 +102,16 @@ def announce(
 
 def active_segment(client: redis.Redis, thread_id: str) -> ActiveSegment | None:
     """The thread's active segment, if one is running."""
-    found = cast(bytes | None, client.get(active_key(thread_id)))
-    return ActiveSegment.parse(found.decode()) if found is not None else None
+    return _pointer(client, active_key(thread_id))
 
 
 def latest_segment(client: redis.Redis, thread_id: str) -> ActiveSegment | None:
     """The thread's newest segment, running or ended within the retention."""
-    found = cast(bytes | None, client.get(latest_key(thread_id)))
+    return _pointer(client, latest_key(thread_id))
+
+
+def _pointer(client: redis.Redis, key: str) -> ActiveSegment | None:
+    found = cast(bytes | None, client.get(key))
     return ActiveSegment.parse(found.decode()) if found is not None else None
 
 
@@ -119,7 +123,7 @@ class LogGoneError(ChannelReadError):
 def entries(client: redis.Redis, stream_id: str) -> list[str]:
     """Every envelope the segment's log holds, in order."""
     rows = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(log_key(stream_id)))
-    return [fields[FIELD.encode()].decode() for _, fields in rows]
+    return [fields[_FIELD].decode() for _, fields in rows]
 
 
 class SegmentLog:
@@ -190,12 +194,11 @@ class LogReader:
     def check(self) -> None:
         """Refuse a cursor the log cannot continue from (LogGoneError): the log is gone
         or was trimmed past it. A log not begun yet is fine (its job is queued)."""
-        rows = cast(_Rows, self.client.xrange(self.key, count=1))
-        if not rows:
+        first = _only(cast(_Rows, self.client.xrange(self.key, count=1)))
+        if first is None:
             if self.after >= 0:
                 raise LogGoneError(f"Segment {self.stream_id} is no longer kept.")
             return
-        first = Envelope.parse(rows[0][1][FIELD.encode()])
         if first.sequence > self.after + 1:
             raise LogGoneError(
                 f"Segment {self.stream_id} keeps events from {first.sequence} on; "
@@ -204,11 +207,8 @@ class LogReader:
 
     def finished_at_cursor(self) -> bool:
         """Whether the segment ended and the cursor already holds its last event."""
-        rows = cast(_Rows, self.client.xrevrange(self.key, count=1))
-        if not rows:
-            return False
-        last = Envelope.parse(rows[0][1][FIELD.encode()])
-        return last.is_terminal and last.sequence <= self.after + 1
+        last = _only(cast(_Rows, self.client.xrevrange(self.key, count=1)))
+        return last is not None and last.is_terminal and last.sequence <= self.after + 1
 
     def envelopes(self, *, wait: float, timeout: float) -> Iterator[Envelope | None]:
         """The envelopes after the cursor, in order, the terminal last; None after each
@@ -233,7 +233,7 @@ class LogReader:
             heard = time.monotonic()
             for entry_id, fields in reply[0][1]:
                 last = entry_id
-                envelope = Envelope.parse(fields[FIELD.encode()])
+                envelope = Envelope.parse(fields[_FIELD])
                 if envelope.sequence <= self.after:
                     continue
                 self.after = envelope.sequence
@@ -252,3 +252,8 @@ class LogReader:
                 f"Segment {self.stream_id} ended without its terminal: segment "
                 f"{newest.stream_id} replaced it (the run went on elsewhere)."
             )
+
+
+def _only(rows: _Rows) -> Envelope | None:
+    """The envelope of a one-entry range reply, if there is one."""
+    return Envelope.parse(rows[0][1][_FIELD]) if rows else None

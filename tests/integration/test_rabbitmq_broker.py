@@ -4,7 +4,6 @@ over exactly once, whether RabbitMQ's redelivery or the sweeper gets there first
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.rabbitmq import rabbitmq_vhost
 from tests.support.redis_server import RedisDatabases
+from tests.support.sse import events_of, text_of
 from tests.support.stack import WebServer, Worker, fresh_env, running_stack
 
 pytestmark = pytest.mark.integration
@@ -25,11 +25,6 @@ pytestmark = pytest.mark.integration
 def broker() -> Iterator[str]:
     with rabbitmq_vhost() as url:
         yield url
-
-
-def _native_text(body: str) -> tuple[list[str], str]:
-    events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
-    return [e["type"] for e in events], "".join(e["content"] for e in events if e["type"] == "text")
 
 
 def test_a_turn_runs_through_rabbitmq(
@@ -43,11 +38,11 @@ def test_a_turn_runs_through_rabbitmq(
             f"{web.url}/api/threads/mq-1/messages", json={"content": "hello"}, timeout=60
         )
         assert answer.status_code == 200
-        assert _native_text(answer.text)[1] == "Hello! hello"
+        assert text_of(events_of(answer.text)) == "Hello! hello"
         weather = requests.post(
             f"{web.url}/api/threads/mq-2/messages", json={"content": "Weather?"}, timeout=60
         )
-        assert _native_text(weather.text)[1] == "Weather: sunny in Oslo"
+        assert text_of(events_of(weather.text)) == "Weather: sunny in Oslo"
         assert count(tmp_path, "tool.weather") == 1
 
 

@@ -7,7 +7,6 @@ Redis."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,32 +22,12 @@ from shared.ids import new_stream_id
 from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
+from tests.support.sse import Frame, frames, text_of
 from tests.support.stack import WebServer, Worker, fresh_env, running_stack
 from tests.support.vercel import VercelSchema
 from tests.support.web_process import WebProcess
 
 pytestmark = pytest.mark.integration
-
-
-class Frame:
-    def __init__(self, event: dict[str, Any], id: str | None) -> None:
-        self.event = event
-        self.id = id
-
-
-def frames(response: requests.Response) -> Iterator[Frame]:
-    """The SSE frames of a streaming response as they arrive (comments skipped)."""
-    event_id: str | None = None
-    for line in response.iter_lines(decode_unicode=True):
-        if line.startswith("id: "):
-            event_id = line[len("id: ") :]
-        elif line.startswith("data: "):
-            yield Frame(json.loads(line[len("data: ") :]), event_id)
-            event_id = None
-
-
-def text_of(events: list[dict[str, Any]]) -> str:
-    return "".join(e["content"] for e in events if e["type"] == "text")
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ backend tool again."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import requests
 from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
+from tests.support.sse import events_of, frames, text_of
 from tests.support.stack import fresh_env, running_stack
 
 pytestmark = pytest.mark.integration
@@ -43,11 +43,7 @@ def test_a_lost_worker_is_recovered_by_another_within_30_seconds(
             timeout=60,
         ) as response:
             assert response.status_code == 200
-            events = [
-                json.loads(line[len("data: ") :])
-                for line in response.iter_lines(decode_unicode=True)
-                if line.startswith("data: ")
-            ]
+            events = [frame.event for frame in frames(response)]
         # The relay heard the lost segment stop and another begin: an error, not a hang.
         assert events[-1]["type"] == "error"
         assert count(tmp_path, "killed") == 1
@@ -75,12 +71,4 @@ def test_a_lost_worker_is_recovered_by_another_within_30_seconds(
             f"{web.url}/api/threads/lost-1/messages", json={"content": "hello"}, timeout=60
         )
         assert after.status_code == 200
-        assert _text(after.text) == "Hello! hello"
-
-
-def _text(body: str) -> str:
-    """The answer text of a native SSE body (its text deltas, joined)."""
-    events = [
-        json.loads(line[len("data: ") :]) for line in body.splitlines() if line.startswith("data: ")
-    ]
-    return "".join(e["content"] for e in events if e["type"] == "text")
+        assert text_of(events_of(after.text)) == "Hello! hello"
