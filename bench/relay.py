@@ -351,10 +351,13 @@ class SSEDecoder:
         frames = []
         start = 0
         while (end := body.find(b"\n\n", start)) >= 0:
-            frame = body[start:end]
+            frame = bytes(body[start:end])
             start = end + 2
+            # A native frame may lead with its cursor (``id: <sequence>``).
+            if frame.startswith(b"id: "):
+                frame = frame.partition(b"\n")[2]
             if frame.startswith(b"data: "):
-                frames.append(bytes(frame[6:]))
+                frames.append(frame[6:])
             else:
                 self.comments += 1
         if start:
