@@ -13,7 +13,11 @@ Hierarchy::
     ├── ToolError                  a tool cannot run here (frontend tool executed on the backend)
     ├── StreamAdapterError         an adapter cannot encode what it was given
     ├── ProviderError              the model provider failed (HTTP error, broken stream)
-    └── RunFailedError             the run failed; raised by streaming consumers after error frames
+    ├── RunFailedError             the run failed; raised by streaming consumers after error frames
+    ├── UnavailableError           a service the request needs is down; retry later (HTTP 503)
+    └── DeliveryError              this stream ends, the run does not; the client is told why
+        ├── RunElsewhereError      another delivery carries the run on (redelivered, duplicate)
+        └── StreamLostError        the stream's transport broke; the run goes on, resume it
 
 A refusal raised before a response starts is answered ``{"error": message, "type": class
 name}`` with its status from ``HTTP_STATUS`` (``web/errors.py``). The errors in
@@ -85,6 +89,37 @@ class RunFailedError(RelaylineError):
         self.cause = cause
 
 
+class UnavailableError(RelaylineError):
+    """A dependency (Redis, the broker, the database) is unreachable: nothing was
+    accepted, and the client may retry after ``retry_after`` seconds (HTTP 503)."""
+
+    def __init__(self, message: str, retry_after: int = 5) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class DeliveryError(RelaylineError):
+    """One delivery of a run ends while the run itself goes on. Unlike a run's failure
+    (always "The run failed." on the wire), its message and ``code`` are sent to the
+    client as they are, so it can act: resume the thread's stream or reload."""
+
+    code: str = "DELIVERY_ENDED"
+
+
+class RunElsewhereError(DeliveryError):
+    """The run is carried on by another task or request (a redelivered task while its
+    holder lives, the loser of a duplicate submission)."""
+
+    code = "RUN_CONTINUES_ELSEWHERE"
+
+
+class StreamLostError(DeliveryError):
+    """The transport of this stream broke (Redis restarted, the relay lost its reader);
+    the run was not reported failed."""
+
+    code = "STREAM_INTERRUPTED"
+
+
 #: The HTTP status of every error a request can be refused with (web/errors.py).
 HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
     {
@@ -94,12 +129,23 @@ HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
         RunInFlightError: 409,
         ConflictError: 409,
         ExpiredError: 409,
+        UnavailableError: 503,
     }
 )
 
 #: Errors with no status of their own: a run's failures, never a request's refusal.
 NOT_HTTP: Final[frozenset[type[RelaylineError]]] = frozenset(
-    {RelaylineError, StepLimitError, ToolError, StreamAdapterError, ProviderError, RunFailedError}
+    {
+        RelaylineError,
+        StepLimitError,
+        ToolError,
+        StreamAdapterError,
+        ProviderError,
+        RunFailedError,
+        DeliveryError,
+        RunElsewhereError,
+        StreamLostError,
+    }
 )
 
 

@@ -1,5 +1,6 @@
 """Errors before any header become JSON ``{"error", "type"}`` with the status of
-docs/DESIGN.md section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize.
+docs/DESIGN.md section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize,
+503 (with ``Retry-After``) when a dependency is down.
 relayline's own statuses come from ``shared.errors.HTTP_STATUS``; ``type`` is the
 exception's class name."""
 
@@ -10,7 +11,7 @@ import logging
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
-from shared.errors import RelaylineError, http_status
+from shared.errors import RelaylineError, UnavailableError, http_status
 
 logger = logging.getLogger("relayline.web")
 
@@ -27,7 +28,10 @@ def init_app(app: Flask) -> None:
         status = http_status(exc)
         if status is None:  # a run's failure escaping before the headers: no refusal
             return unexpected(exc)
-        return error_response(status, exc.message, type(exc).__name__)
+        response = error_response(status, exc.message, type(exc).__name__)
+        if isinstance(exc, UnavailableError):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:

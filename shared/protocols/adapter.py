@@ -17,7 +17,7 @@ from shared.chunks import (
     ToolCallChunk,
     ToolResultChunk,
 )
-from shared.errors import StreamAdapterError
+from shared.errors import DeliveryError, StreamAdapterError
 from shared.events import ProtocolEvent, StreamEvent
 from shared.interrupts import InterruptRequest
 from shared.texts import RUN_FAILED
@@ -32,6 +32,17 @@ class StreamAdapter:
 
     #: text put on the wire for any failure; never the exception's own message
     error_message = RUN_FAILED
+
+    def wire_error(self, exc: BaseException) -> tuple[str, str | None]:
+        """The message and code the client sees for ``exc``: a DeliveryError's own
+        (the run goes on and the client can act), else "The run failed." and the
+        exception's ``code`` attribute when it has a usable one."""
+        if isinstance(exc, DeliveryError):
+            return exc.message, exc.code
+        code = getattr(exc, "code", None)
+        if isinstance(code, int | str) and not isinstance(code, bool) and code not in (0, ""):
+            return self.error_message, str(code)
+        return self.error_message, None
 
     def __init__(self) -> None:
         self._mappers: dict[type, Mapper] = {}

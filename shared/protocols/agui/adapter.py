@@ -112,10 +112,10 @@ class AGUIAdapter(StreamAdapter):
         return self._close_open() + self._finished()
 
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
-        data: dict[str, Any] = {"message": self.error_message}
-        code = getattr(exc, "code", None)
-        if isinstance(code, int | str) and not isinstance(code, bool) and code not in (0, ""):
-            data["code"] = str(code)
+        message, code = self.wire_error(exc)
+        data: dict[str, Any] = {"message": message}
+        if code is not None:
+            data["code"] = code
         return [*self._close_open(), ProtocolEvent("RUN_ERROR", data)]
 
     def on_interrupt(self, request: InterruptRequest) -> list[ProtocolEvent]:

@@ -51,4 +51,6 @@ class NativeAdapter(StreamAdapter):
         return [ProtocolEvent("interrupt", {"request": request.to_json()})]
 
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
-        return [ProtocolEvent("error", {"message": self.error_message})]
+        message, code = self.wire_error(exc)
+        data = {"message": message} if code is None else {"message": message, "code": code}
+        return [ProtocolEvent("error", data)]

@@ -229,7 +229,7 @@ class VercelAIAdapter(StreamAdapter):
         return [*events, _event("finish")]
 
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
-        return [*self._close(), _event("error", errorText=self.error_message)]
+        return [*self._close(), _event("error", errorText=self.wire_error(exc)[0])]
 
     # framing helpers -------------------------------------------------------------------
 
