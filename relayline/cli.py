@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import subprocess
@@ -11,12 +12,13 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from relayline.demo import build
 from shared.agent import Agent, AgentSpec
-from shared.auth import mint_token
+from shared.auth import mint
 from shared.chunks import InterruptEvent, TextChunk, ToolResultChunk
 from shared.interrupts import ApprovalRequest
 from shared.persistence import Store
@@ -47,7 +49,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"database at {settings.database_url} is up to date")
         return 0
     if args.command == "token":
-        print(mint_token(settings.secret_key, args.user))
+        # Only a secret token mode would accept can sign (never the development one).
+        checked = dataclasses.replace(settings, auth="token")
+        minted = mint(checked.secret_key, args.user, checked.token_ttl)
+        print(minted.token)
+        expires = datetime.fromtimestamp(minted.expires_at, UTC).isoformat(timespec="seconds")
+        # The token alone on stdout (for scripts); when it lapses on stderr.
+        print(f"expires {expires} (RELAYLINE_TOKEN_TTL={settings.token_ttl:g} s)", file=sys.stderr)
         return 0
     if args.command == "web":
         os.execv(sys.executable, web_command(args.host, args.port or settings.port))

@@ -7,6 +7,8 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
+from shared.auth import DEFAULT_TOKEN_TTL, MIN_SECRET_LENGTH
+
 DELIVERIES = ("relay", "pusher", "mercure")
 AUTH_MODES = ("none", "token")
 #: SECRET_KEY when none is set: fine for local development, refused with RELAYLINE_AUTH=token
@@ -75,8 +77,11 @@ class Settings:
     agents: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: RELAYLINE_AUTH, one of AUTH_MODES
     auth: str = "none"
-    #: SECRET_KEY, signs bearer tokens (``relayline token``)
+    #: SECRET_KEY, signs bearer tokens (``relayline token``); at least 32 characters
+    #: with RELAYLINE_AUTH=token
     secret_key: str = DEV_SECRET_KEY
+    #: RELAYLINE_TOKEN_TTL, seconds a token minted by ``relayline token`` stays valid
+    token_ttl: float = DEFAULT_TOKEN_TTL
     #: RELAYLINE_DELIVERY, where output goes by default: one of DELIVERIES
     delivery: str = "relay"
     #: RELAYLINE_PUBLIC_URL, the origin browsers reach this server at, without a trailing
@@ -121,6 +126,14 @@ class Settings:
                 "RELAYLINE_AUTH=token needs SECRET_KEY: with the built-in development "
                 "secret anyone could mint a token for any user."
             )
+        if self.auth == "token" and len(self.secret_key) < MIN_SECRET_LENGTH:
+            raise ValueError(
+                f"RELAYLINE_AUTH=token needs a SECRET_KEY of at least {MIN_SECRET_LENGTH} "
+                "characters: a shorter one can be guessed from any token (for example "
+                "python -c 'import secrets; print(secrets.token_urlsafe(32))')."
+            )
+        if self.token_ttl <= 0:
+            raise ValueError("RELAYLINE_TOKEN_TTL must be a positive number of seconds.")
 
     @property
     def broker_url(self) -> str | None:
@@ -148,6 +161,7 @@ class Settings:
         max_events = _number(get("RELAYLINE_STREAM_MAX_EVENTS"), "RELAYLINE_STREAM_MAX_EVENTS", int)
         ttl = _number(get("RELAYLINE_HEARTBEAT_TTL"), "RELAYLINE_HEARTBEAT_TTL", float)
         beat = _number(get("RELAYLINE_HEARTBEAT_INTERVAL"), "RELAYLINE_HEARTBEAT_INTERVAL", float)
+        token_ttl = _number(get("RELAYLINE_TOKEN_TTL"), "RELAYLINE_TOKEN_TTL", float)
         return cls(
             database_url=get("DATABASE_URL") or cls.database_url,
             redis_url=get("REDIS_URL"),
@@ -156,6 +170,7 @@ class Settings:
             agents=_parse_agents(get("RELAYLINE_AGENTS") or ""),
             auth=auth,
             secret_key=get("SECRET_KEY") or cls.secret_key,
+            token_ttl=float(token_ttl) if token_ttl is not None else cls.token_ttl,
             delivery=delivery,
             public_url=(get("RELAYLINE_PUBLIC_URL") or cls.public_url).rstrip("/"),
             port=int(port) if port is not None else cls.port,

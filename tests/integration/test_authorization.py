@@ -15,7 +15,7 @@ from web import create_app
 
 pytestmark = pytest.mark.integration
 
-SECRET = "test-secret"
+SECRET = "test-secret-of-at-least-32-characters"
 
 
 @pytest.fixture

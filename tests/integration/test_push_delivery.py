@@ -47,7 +47,7 @@ from tests.support.soketi import Soketi
 pytestmark = pytest.mark.integration
 
 MASTER_KEY = base64.b64encode(os.urandom(32)).decode()
-SECRET = "push-delivery-secret"
+SECRET = "push-delivery-secret-of-32-characters"
 RUN_ID = re.compile(r"run_[0-9a-f]{32}")
 #: the text events of each protocol
 TEXT = {"native": ("text",), "agui": ("TEXT_MESSAGE_CONTENT",), "vercel": ("text-delta",)}

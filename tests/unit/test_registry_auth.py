@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import jwt
 import pytest
 
+from relayline.cli import main
 from shared.agent import AgentSpec
-from shared.auth import mint_token, verify_token
+from shared.auth import mint, mint_token, verify_token
 from shared.registry import AgentRegistry, load_factory
 from shared.settings import Settings
 
@@ -39,11 +41,48 @@ def test_factory_must_return_a_spec() -> None:
         AgentRegistry({"default": "shared.settings:Settings"}).spec()
 
 
+SECRET = "a-secret-key-of-at-least-32-characters"
+
+
 def test_tokens_verify_only_with_the_same_secret_and_user() -> None:
-    token = mint_token("s3", "ann")
-    assert verify_token("s3", token) == "ann"
-    assert verify_token("other", token) is None
-    assert verify_token("s3", token.replace("ann.", "bob.")) is None
-    assert verify_token("s3", "garbage") is None
+    token = mint_token(SECRET, "ann")
+    assert verify_token(SECRET, token) == "ann"
+    assert verify_token("other-secret-of-at-least-32-characters", token) is None
+    header, _, signature = token.split(".")[0], None, token.split(".")[2]
+    claims = jwt.encode({"sub": "bob", "iat": 1, "exp": 2**40, "iss": "relayline"}, "x" * 32)
+    assert verify_token(SECRET, f"{header}.{claims.split('.')[1]}.{signature}") is None
+    assert verify_token(SECRET, mint_token("someone-elses-secret-of-32-characters", "bob")) is None
+    assert verify_token(SECRET, "garbage") is None
     with pytest.raises(ValueError, match="Invalid user id"):
-        mint_token("s3", "bad user")
+        mint_token(SECRET, "bad user")
+
+
+def test_tokens_expire() -> None:
+    minted = mint(SECRET, "ann", ttl=60, now=1_000_000)
+    assert minted.expires_at == 1_000_060
+    assert verify_token(SECRET, minted.token) is None  # lapsed long ago
+    fresh = mint(SECRET, "ann", ttl=60)
+    assert verify_token(SECRET, fresh.token) == "ann"
+
+
+def test_a_token_without_an_expiry_is_refused() -> None:
+    forever = jwt.encode({"sub": "ann", "iat": 1, "iss": "relayline"}, SECRET, algorithm="HS256")
+    assert verify_token(SECRET, forever) is None
+    legacy = "ann.c2lnbmF0dXJl"  # the old <user>.<hmac> shape never verifies again
+    assert verify_token(SECRET, legacy) is None
+
+
+def test_relayline_token_prints_the_token_and_its_expiry(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    with pytest.raises(ValueError, match="needs SECRET_KEY"):
+        main(["token", "ann"])  # the development secret mints nothing
+    monkeypatch.setenv("SECRET_KEY", SECRET)
+    monkeypatch.setenv("RELAYLINE_TOKEN_TTL", "120")
+    assert main(["token", "ann"]) == 0
+    out, err = capsys.readouterr()
+    assert verify_token(SECRET, out.strip()) == "ann"
+    claims = jwt.decode(out.strip(), SECRET, algorithms=["HS256"], issuer="relayline")
+    assert claims["exp"] - claims["iat"] == 120
+    assert err.startswith("expires 20") and "RELAYLINE_TOKEN_TTL=120 s" in err

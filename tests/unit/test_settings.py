@@ -14,6 +14,8 @@ from shared.settings import (
     child_environment,
 )
 
+LONG_SECRET = "a-secret-key-of-at-least-32-characters"
+
 
 def test_defaults() -> None:
     settings = Settings.from_env({})
@@ -48,7 +50,8 @@ def test_values_are_read() -> None:
         "CELERY_BROKER_URL": "redis://broker:6379/1",
         "RELAYLINE_AGENT": "myapp.agents:build",
         "RELAYLINE_AUTH": "token",
-        "SECRET_KEY": "s3cret",
+        "SECRET_KEY": LONG_SECRET,
+        "RELAYLINE_TOKEN_TTL": "3600",
         "RELAYLINE_DELIVERY": "pusher",
         "RELAYLINE_PUBLIC_URL": "https://chat.example.com/",
         "PORT": "5000",
@@ -73,7 +76,8 @@ def test_values_are_read() -> None:
     assert settings.broker_url == "redis://broker:6379/1"
     assert settings.agent == "myapp.agents:build"
     assert settings.auth == "token"
-    assert settings.secret_key == "s3cret"
+    assert settings.secret_key == LONG_SECRET
+    assert settings.token_ttl == 3600
     assert settings.delivery == "pusher"
     assert settings.public_url == "https://chat.example.com"
     assert settings.port == 5000
@@ -164,8 +168,16 @@ def test_token_auth_refuses_the_development_secret() -> None:
         Settings.from_env({"RELAYLINE_AUTH": "token", "SECRET_KEY": DEV_SECRET_KEY})
     with pytest.raises(ValueError, match=message):
         Settings(auth="token")
-    assert Settings.from_env({"RELAYLINE_AUTH": "token", "SECRET_KEY": "s3cret"}).auth == "token"
+    assert Settings.from_env({"RELAYLINE_AUTH": "token", "SECRET_KEY": LONG_SECRET}).auth == "token"
     assert Settings.from_env({}).secret_key == DEV_SECRET_KEY  # fine without token auth
+
+
+def test_token_auth_refuses_a_short_secret_and_a_lifetime_that_is_not_positive() -> None:
+    with pytest.raises(ValueError, match="at least 32 characters"):
+        Settings.from_env({"RELAYLINE_AUTH": "token", "SECRET_KEY": "s3cret"})
+    with pytest.raises(ValueError, match="RELAYLINE_TOKEN_TTL must be positive"):
+        Settings.from_env({"RELAYLINE_TOKEN_TTL": "0"})
+    assert Settings.from_env({}).token_ttl == 86_400
 
 
 @pytest.mark.parametrize(
