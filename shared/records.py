@@ -63,6 +63,9 @@ class Checkpoint(TypedDict, total=False):
     stopAfterBatch: bool
     #: the Celery task executing the run: its own redelivery may take it over at once
     executor: str
+    #: the backend call executing now (set before it runs, cleared with its result): a
+    #: recovery that finds it set knows the call was interrupted mid-way
+    toolStarted: str | None
 
 
 __all__ = [

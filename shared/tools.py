@@ -50,6 +50,9 @@ class Tool:
     requires_approval: bool = False
     #: argument names whose values are never published (see ``redacted_inputs``)
     redact: tuple[str, ...] = ()
+    #: safe to run again when a worker was lost while it ran (else the interrupted call
+    #: is settled with ``shared.agent.loop.INTERRUPTED_ERROR``, never re-run)
+    idempotent: bool = False
 
     deferred = False
 
@@ -76,6 +79,7 @@ class FrontendTool:
 
     deferred = True
     redact: tuple[str, ...] = ()
+    idempotent = False
 
     def __post_init__(self) -> None:
         _check_name(self.name)
@@ -128,6 +132,7 @@ def tool(
     description: str | None = None,
     requires_approval: bool = False,
     redact: typing.Iterable[str] = (),
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -139,6 +144,7 @@ def tool(
     description: str | None = None,
     requires_approval: bool = False,
     redact: typing.Iterable[str] = (),
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed, documented function into a backend :class:`Tool`.
 
@@ -154,6 +160,7 @@ def tool(
             fn=func,
             requires_approval=requires_approval,
             redact=tuple(redact),
+            idempotent=idempotent,
         )
 
     return build(fn) if fn is not None else build

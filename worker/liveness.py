@@ -64,8 +64,11 @@ class Heartbeat:
         ttl: float,
         interval: float,
         keep_job: float,
+        take: bool = True,
     ) -> None:
         self.client = client
+        #: overwrite another holder's beat (it is gone); else beat only once it is free
+        self.take = take
         self.key = heartbeat_key(job.run_id)
         self.job = job
         self.ttl_ms = int(ttl * 1000)
@@ -75,11 +78,10 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Heartbeat:
-        pipe = self.client.pipeline(transaction=False)
-        pipe.set(self.key, self._holder(), px=self.ttl_ms)
-        pipe.set(job_key(self.job.run_id), dumps(self.job.to_json()), ex=self.keep_job)
         try:
-            pipe.execute()
+            if self._beat(force=self.take):
+                recorded = dumps(self.job.to_json())
+                self.client.set(job_key(self.job.run_id), recorded, ex=self.keep_job)
         except redis.RedisError:
             # The run still executes into history; the renewals below keep trying.
             logger.warning("could not start the heartbeat of run %s", self.job.run_id)
@@ -98,21 +100,76 @@ class Heartbeat:
         if self._thread is not None:
             self._thread.join()
         try:
-            # Not executed here any more: a run this task left ``running`` is swept.
-            self.client.delete(self.key)
+            # Not executed here any more: a run this task left ``running`` is swept. Only
+            # our own beat: a duplicate that never ran the run must not end the holder's.
+            self.client.eval(_RELEASE, 1, self.key, self._holder())
         except redis.RedisError:
             logger.warning("could not drop the heartbeat of run %s", self.job.run_id)
 
     def _holder(self) -> str:
-        return f"{socket.gethostname()}:{os.getpid()}"
+        return holder()
+
+    def _beat(self, *, force: bool) -> bool:
+        """Set the beat (``force``), or renew it when it is ours or nobody's."""
+        if force:
+            return bool(self.client.set(self.key, self._holder(), px=self.ttl_ms))
+        return bool(self.client.eval(_BEAT, 1, self.key, self._holder(), self.ttl_ms))
 
     def _renew(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                self.client.set(self.key, self._holder(), px=self.ttl_ms)
+                self._beat(force=False)
             except redis.RedisError:
                 # Redis away: the run goes on; if it stays away the sweep cannot run either.
                 logger.warning("could not renew the heartbeat of run %s", self.job.run_id)
+
+
+def holder() -> str:
+    """This process, as a heartbeat names its holder."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def holder_alive(client: redis.Redis, run_id: str) -> bool:
+    """Whether another process holds ``run_id``'s heartbeat and may be alive: the beat
+    is live and names another host (whose processes we cannot see) or a process of this
+    host that exists. A holder of this host that is gone (a killed pool child) is not."""
+    raw = cast(bytes | None, client.get(heartbeat_key(run_id)))
+    if raw is None:
+        return False
+    host, _, pid_text = raw.decode("utf-8", "replace").rpartition(":")
+    if host != socket.gethostname():
+        return True
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return True
+    if pid == os.getpid():
+        return False  # a prefork child runs one task at a time: our beat is a stale one
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, under another user
+    return True
+
+
+#: renew when ours or absent; a live beat of another holder is left alone
+_BEAT = """
+local current = redis.call('GET', KEYS[1])
+if current == false or current == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+#: delete only our own beat
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
 
 
 def lapsed(
@@ -213,9 +270,9 @@ class Sweeper:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                holder = f"{socket.gethostname()}:{os.getpid()}"
+                me = holder()
                 # One sweep per interval across all workers; the lock lapses by itself.
-                if self.client.set(SWEEP_LOCK, holder, nx=True, px=int(self.interval * 1000)):
+                if self.client.set(SWEEP_LOCK, me, nx=True, px=int(self.interval * 1000)):
                     self.sweep()
             except Exception:
                 logger.exception("the sweep failed; retrying in %s s", self.interval)

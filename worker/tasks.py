@@ -1,9 +1,16 @@
 """The tasks: run a new turn, continue a suspended run. Arguments are JSON only.
 
 Both are idempotent under redelivery: a task that finds its own run still ``running``
-(the worker was lost) takes it over from the last checkpoint, so completed backend
-tools never run twice; a task whose run moved on publishes the protocol's error frames
-and ``stream.failed`` so that no client waits for output that will never come.
+takes it over from the last checkpoint only when the run's holder is gone (its
+heartbeat lapsed, or it names a process of this host that no longer exists), so
+completed backend tools never run twice. While the holder lives, a redelivered copy
+of its own task exits quietly: the same job, so the holder keeps publishing to the same
+target and stream; exiting rather than retrying until the beat lapses is safe because
+a holder that dies later is recovered by the sweeper (worker.liveness) anyway.
+
+A task refused because its run went on (a duplicate submission's loser, a run another
+task holds) sends ``RunElsewhereError`` frames (the client resumes); only a refusal that
+ends the run's story for this client (a failed run, a bad job) gets failure frames.
 """
 
 from __future__ import annotations
@@ -19,7 +26,13 @@ from shared.agent import Agent, Continuation
 from shared.agent.agent import Segment
 from shared.agent.segment import drain
 from shared.agent.spec import AgentSpec, RunState
-from shared.errors import RelaylineError, RunFailedError, WorkflowError
+from shared.errors import (
+    RelaylineError,
+    RunElsewhereError,
+    RunFailedError,
+    StaleRunError,
+    WorkflowError,
+)
 from shared.interrupts import ToolResultsRequest
 from shared.jobs import (
     CONTINUE_RUN,
@@ -44,7 +57,8 @@ from shared.protocols import adapter_factory, failure_frames
 from shared.protocols.agui.seed import agui_seed
 from shared.tools import redactions
 from worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
-from worker.liveness import Heartbeat, Sweeper
+from worker.guard import GuardedRequest
+from worker.liveness import Heartbeat, Sweeper, holder_alive
 from worker.resources import Resources, resources
 from worker.targets import channel_factory, push_target, with_segment
 
@@ -100,7 +114,11 @@ def _publish_failure(res: Resources, job: AnyJob, error: BaseException) -> None:
         logger.exception("could not publish the failure of thread %s", job.thread_id)
 
 
-def _heartbeat(res: Resources, job: AnyJob) -> Heartbeat:
+#: a refusal's frames when the run goes on: the client resumes instead of giving up
+ELSEWHERE = RunElsewhereError("The run continues in another request; resume its stream.")
+
+
+def _heartbeat(res: Resources, job: AnyJob, *, take: bool = True) -> Heartbeat:
     """The run's heartbeat while this task executes it (worker.liveness)."""
     return Heartbeat(
         res.redis,
@@ -108,6 +126,7 @@ def _heartbeat(res: Resources, job: AnyJob) -> Heartbeat:
         ttl=res.settings.heartbeat_ttl,
         interval=res.settings.heartbeat_interval,
         keep_job=TASK_TIME_LIMIT,
+        take=take,
     )
 
 
@@ -115,8 +134,25 @@ def _execute(
     task: AnyTask, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]
 ) -> str:
     res = resources()
-    with _heartbeat(res, job):
+    # Before our own beat is set: it would hide the holder's.
+    alive = holder_alive(res.redis, job.run_id)
+    record = res.store.run(job.thread_id, job.run_id)
+    if alive and record is not None and record.status == "running":
+        if record.checkpoint.get("executor") == task.request.id:
+            logger.warning("task %s redelivered while run %s lives on", task.request.id, job.run_id)
+            return "held elsewhere"  # the same job: its holder serves this target and stream
+        _publish_failure(res, with_segment(job), ELSEWHERE)
+        return "held elsewhere"
+    with _heartbeat(res, job, take=not alive):
         return _execute_beating(task, res, with_segment(job), build)
+
+
+def _goes_on(res: Resources, job: AnyJob, error: BaseException) -> bool:
+    """Whether a refusal only means the run moved on without this task (not failed)."""
+    if not isinstance(error, StaleRunError | WorkflowError):
+        return False
+    record = res.store.run(job.thread_id, job.run_id)
+    return record is not None and record.status != "failed"
 
 
 def _execute_beating(
@@ -136,6 +172,9 @@ def _execute_beating(
         # Refused before the segment began (stale, conflict, bad agent): tell the client.
         if not isinstance(exc, RelaylineError):
             logger.exception("task for thread %s failed", job.thread_id)
+        if _goes_on(res, job, exc):
+            _publish_failure(res, job, ELSEWHERE)
+            return "continues elsewhere"
         _publish_failure(res, job, exc)
         return "refused"
 
@@ -159,7 +198,7 @@ def _schedule_expiry(state: RunState, job: AnyJob) -> None:
     expire_wait.apply_async(kwargs={"job": expiry.to_json()}, eta=request.expires_at)
 
 
-@app.task(name=RUN_TURN, bind=True)
+@app.task(name=RUN_TURN, bind=True, Request=GuardedRequest)
 def run_turn(self: Task[[TurnJobJSON], str], job: TurnJobJSON) -> str:
     turn = TurnJob.from_json(job)
 
@@ -175,13 +214,14 @@ def run_turn(self: Task[[TurnJobJSON], str], job: TurnJobJSON) -> str:
     return _execute(self, turn, build)
 
 
-@app.task(name=CONTINUE_RUN, bind=True)
+@app.task(name=CONTINUE_RUN, bind=True, Request=GuardedRequest)
 def continue_run(self: Task[[ContinueJobJSON], str], job: ContinueJobJSON) -> str:
     staged_job = ContinueJob.from_json(job)
 
     def build(agent: Agent, res: Resources) -> Segment | None:
         record = res.store.current_run(staged_job.thread_id)
         mine = record is not None and record.checkpoint.get("executor") == self.request.id
+        # Its holder is gone (_execute checked): a redelivery takes its own run over.
         if record is not None and record.status == "running" and mine:
             return agent.recover(run_id=staged_job.run_id).events()  # redelivered after a loss
         staged = Continuation(agent, staged_job.run_id, staged_job.attempt, staged_job.answers)
@@ -190,12 +230,12 @@ def continue_run(self: Task[[ContinueJobJSON], str], job: ContinueJobJSON) -> st
     return _execute(self, staged_job, build)
 
 
-@app.task(name=EXPIRE_WAIT, bind=True)
+@app.task(name=EXPIRE_WAIT, bind=True, Request=GuardedRequest)
 def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
     """Settles the wait's pending calls with timeout errors, unless the run moved on."""
     expiry = ExpireJob.from_json(job)
     res = resources()
-    with _heartbeat(res, expiry):
+    with _heartbeat(res, expiry, take=not holder_alive(res.redis, expiry.run_id)):
         return _expire(self, res, with_segment(expiry))
 
 
@@ -214,7 +254,7 @@ def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:
         return "failed"
 
 
-@app.task(name=RECOVER_RUN, bind=True)
+@app.task(name=RECOVER_RUN, bind=True, Request=GuardedRequest)
 def recover_run(self: Task[[RecoverJobJSON], str], job: RecoverJobJSON) -> str:
     """Continue a run whose worker was lost, from its last checkpoint, unless it moved on
     since the sweeper saw it (another recovery, or its own task redelivered)."""

@@ -3,7 +3,10 @@ or must wait for a person or the browser.
 
 Every step ends in one compare-and-set write of the run (with the messages it
 produced), so any process can pick the run up from its last write. A backend tool's
-result is written as soon as it returns: a retry never executes it again.
+result is written as soon as it returns: a retry never executes it again. Before it
+runs, the call is marked started (a fenced write, so an executor that lost the run
+never starts a tool); a recovery that finds a started call without a result re-runs it
+only if the tool is declared idempotent, else settles it with ``INTERRUPTED_ERROR``.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ from shared.texts import RUN_FAILED
 from shared.tools import AnyTool
 
 Item = Any  # a chunk or a portable event
+
+#: the result the model sees for a non-idempotent call a lost worker left mid-way
+INTERRUPTED_ERROR = "The tool was interrupted; it may or may not have taken effect."
 
 
 class RunLoop:
@@ -258,16 +264,22 @@ class RunLoop:
         yield Activity(activity, "tool", {**status, "status": "running", "durationMs": 0})
         started = time.perf_counter()
         entry: ResultEntry
-        try:
-            if tool is None:
-                raise LookupError(f"Tool '{call['name']}' is not available on this server.")
-            entry = {"result": _result_text(tool.execute(call["inputs"]))}
-        except Exception as exc:  # a tool's failure is the model's to handle, not the run's
-            entry = {"error": f"{type(exc).__name__}: {exc}"}
+        interrupted = self.record.checkpoint.get("toolStarted") == call["id"]
+        if interrupted and not (tool is not None and tool.idempotent):
+            entry = {"error": INTERRUPTED_ERROR}  # it may have acted: never run it twice
+        else:
+            self.write(checkpoint={**self.record.checkpoint, "toolStarted": call["id"]})
+            try:
+                if tool is None:
+                    raise LookupError(f"Tool '{call['name']}' is not available on this server.")
+                entry = {"result": _result_text(tool.execute(call["inputs"]))}
+            except Exception as exc:  # a tool's failure is the model's to handle
+                entry = {"error": f"{type(exc).__name__}: {exc}"}
         elapsed = round((time.perf_counter() - started) * 1000)
         accepted = self.record.accepted
         results = {**batches.results_of(accepted), call["id"]: entry}
-        self.write(accepted={**accepted, "results": results})  # the checkpoint
+        checkpoint: Checkpoint = {**self.record.checkpoint, "toolStarted": None}
+        self.write(accepted={**accepted, "results": results}, checkpoint=checkpoint)
         outcome = "error" if "error" in entry else "ok"
         yield Activity(activity, "tool", {**status, "status": outcome, "durationMs": elapsed})
         info = batches.call_info(call, self.record.accepted, with_result=True)

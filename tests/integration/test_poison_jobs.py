@@ -1,0 +1,71 @@
+"""A job that cannot be run safely (nested far deeper than any real request) sent straight
+to the broker, bypassing the web's bounds: the worker's main process refuses it to the
+dead-letter list before the pool sees it, and the next turn on another thread runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import requests
+from celery import Celery
+
+from shared.jobs import RUN_TURN, TurnJob, UserTurn
+from tests.support.redis_server import RedisDatabases
+from tests.support.sse import events_of, text_of
+from tests.support.stack import fresh_env, running_stack
+from worker.guard import DEAD_LETTER
+
+pytestmark = pytest.mark.integration
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_a_poison_job_is_dead_lettered_and_the_next_turn_runs(
+    tmp_path: Path, redis_databases: RedisDatabases
+) -> None:
+    with (
+        redis_databases.database(f"poison {tmp_path.name}") as redis_url,
+        running_stack(fresh_env(tmp_path, redis_url), workers=1) as (web, workers),
+    ):
+        job = TurnJob(
+            thread_id="poison-1", run_id="run-poison", protocol="agui", message=UserTurn("u1", "hi")
+        ).to_json()
+        job["seed"] = {"state": _nested(500)}
+        sender = Celery("poison", broker=redis_url)
+        try:
+            sender.send_task(RUN_TURN, kwargs={"job": job}, task_id="poison-task")
+        finally:
+            sender.close()
+
+        client = redis.Redis.from_url(redis_url)
+        try:
+            deadline = time.monotonic() + 30
+            while client.llen(DEAD_LETTER) == 0:
+                assert workers[0].process.poll() is None, workers[0].log.read_text()[-3000:]
+                assert time.monotonic() < deadline, "nothing was dead-lettered"
+                time.sleep(0.05)  # polling the dead-letter list, bounded by the deadline
+            raw = client.lindex(DEAD_LETTER, 0)
+            assert isinstance(raw, bytes)
+            entry = json.loads(raw)
+        finally:
+            client.close()
+        assert entry["task"] == RUN_TURN and entry["id"] == "poison-task"
+        assert "depth" in entry["reason"] and len(entry["body"]) <= 2048 and entry["at"]
+
+        after = requests.post(
+            f"{web.url}/api/threads/other-1/messages", json={"content": "hello"}, timeout=60
+        )
+        assert after.status_code == 200
+        assert text_of(events_of(after.text)) == "Hello! hello"
+        assert workers[0].process.poll() is None  # the worker lives on
+        assert "dead-lettered" in workers[0].log.read_text()

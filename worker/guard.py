@@ -1,0 +1,107 @@
+"""Poison jobs stop in the worker's main process, before the prefork pool sees them.
+
+A job nested deeper than any request the web accepts (or far too large) kills the main
+process when it is pickled for the pool ("RecursionError while pickling"); its message
+then comes back, and every worker that takes it dies too. ``GuardedRequest`` (the
+Request class of every relayline task) checks the decoded job first and moves a job
+out of bounds to the Redis list ``DEAD_LETTER`` (task, id, reason, truncated body,
+time; logged at error level), acknowledged so it is never delivered again.
+
+Bodies Kombu cannot decode at all (JSON nested past Python's recursion limit) never get
+here: Kombu raises DecodeError and Celery's decode-error path acknowledges and logs them.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from celery.worker.request import Request
+from celery.worker.state import task_ready
+
+from shared.jsonutil import dumps
+
+logger = logging.getLogger("relayline.worker")
+
+DEAD_LETTER = "relayline:dead-letter"
+#: entries kept (the oldest go first), and the body characters kept per entry
+DEAD_LETTER_KEEP = 1000
+BODY_KEEP = 2048
+#: the web's nesting bound on client values (64) plus the job's own levels above them
+#: (kwargs -> job -> seed -> state)
+MAX_DEPTH = 64 + 4
+#: a job carries a turn's seed, never the thread: far below this
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+def depth(value: Any, limit: int) -> int:
+    """The nesting depth of a JSON value, counted without recursion and no further than
+    ``limit + 1`` (all a bound needs)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if not isinstance(item, dict | list | tuple):
+            continue
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def refusal(body_size: int, args: Any, kwargs: Any) -> str | None:
+    """Why a job may not run, or None when it is within bounds."""
+    if body_size > MAX_BODY_BYTES:
+        return f"body of {body_size} bytes exceeds {MAX_BODY_BYTES}"
+    if depth([args, kwargs], MAX_DEPTH) > MAX_DEPTH:
+        return f"nesting depth exceeds {MAX_DEPTH}"
+    return None
+
+
+def dead_letter(task: str, task_id: str, reason: str, body: bytes | str) -> None:
+    """Record a refused job where operators can see it; never raises."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    entry = {
+        "task": task,
+        "id": task_id,
+        "reason": reason,
+        "body": text[:BODY_KEEP],
+        "at": datetime.now(UTC).isoformat(),
+    }
+    logger.error("job %s of %s dead-lettered: %s", task_id, task, reason)
+    try:
+        from worker.resources import resources
+
+        client = resources().redis
+        pipe = client.pipeline(transaction=False)
+        pipe.lpush(DEAD_LETTER, dumps(entry))
+        pipe.ltrim(DEAD_LETTER, 0, DEAD_LETTER_KEEP - 1)
+        pipe.execute()
+    except Exception:
+        logger.exception("could not record dead-lettered job %s", task_id)
+
+
+class GuardedRequest(Request):
+    """A Celery request that refuses a job out of bounds before the pool gets it.
+
+    Celery builds a subclass per task whose ``execute_using_pool`` asks ``revoked()``
+    first, in the main process, and drops a revoked request without pickling it: the
+    hook a refusal needs (the TaskRevokedError it raises is caught and released)."""
+
+    _dead_lettered = False
+
+    def revoked(self) -> bool:
+        if self._dead_lettered:
+            return True
+        body = self.body or b""
+        reason = refusal(len(body), self.args, self.kwargs)
+        if reason is None:
+            return bool(super().revoked())
+        dead_letter(self.name, self.id, reason, body)
+        self._dead_lettered = True
+        task_ready(self)  # out of the worker's reserved set, as a revoked task leaves it
+        self.acknowledge()  # never redelivered
+        return True
