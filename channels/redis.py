@@ -9,7 +9,8 @@ segment to one SSE response (docs/reference/neuron-streaming-spec.md sections 3.
 - **Maximum payload:** unbounded by default (no fragments); ``max_message_bytes``
   fragments larger events, and the reader reassembles them.
 - **Configuration:** a connected ``redis.Redis`` (never a pipeline), the channel name
-  (``relayline:relay:<relay id>``), ``await_listener`` seconds (5 in the relay task).
+  (``relayline:relay:<relay id>``), ``await_listener`` seconds (0 in the relay task: the
+  web confirms its subscription before it enqueues the job).
 """
 
 from __future__ import annotations

@@ -161,13 +161,12 @@ def relay(job: TurnJob | ContinueJob) -> Response:
     svc = services()
     name = f"relayline:relay:{uuid.uuid4().hex}"
     reader = RedisChannelReader(svc.redis, name, timeout=svc.settings.relay_timeout)
-    # SUBSCRIBE goes out before the job (Pub/Sub keeps nothing for late listeners);
-    # its confirmation is awaited while the job travels, and the worker publishes only
-    # once it sees this listener.
-    reader.subscribe(confirm=False)
+    # The subscription is confirmed before the job leaves (Pub/Sub keeps nothing for
+    # late listeners), so the worker never waits for a listener: one it does not find
+    # has gone, and the segment's output still lands in its log and in history.
+    reader.subscribe()
     try:
         _send(job.to(Target("relay", name)))
-        reader.confirm()
     except BaseException:
         reader.close()
         raise

@@ -24,14 +24,13 @@ from worker.resources import Resources
 
 J = TypeVar("J", bound=Job)
 
-#: seconds a relayed segment waits for the web process's subscription before publishing
-AWAIT_LISTENER = 5.0
-
-
 def _relay(target: Target, thread_id: str, res: Resources) -> Callable[[], AbstractChannel]:
     name = target.channel
     assert name is not None  # a relay Target always names its channel
-    return lambda: RedisChannel(res.redis, name, await_listener=AWAIT_LISTENER)
+    # No wait for a listener: the web confirms its subscription before it enqueues, so
+    # a relay without one has lost its client, and a backlog must not drain at one
+    # task per wait.
+    return lambda: RedisChannel(res.redis, name)
 
 
 def _pusher(target: Target, thread_id: str, res: Resources) -> Callable[[], AbstractChannel]:

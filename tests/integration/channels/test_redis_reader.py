@@ -222,7 +222,7 @@ def test_an_unconfirmed_subscription_still_hears_everything_once_confirmed(
     a publisher sends in between is neither lost nor read as the confirmation."""
     reader = RedisChannelReader(client, name, timeout=5)
     reader.subscribe(confirm=False)
-    channel = RedisChannel(client, name, await_listener=5)  # what the worker does
+    channel = RedisChannel(client, name, await_listener=5)
     channel.send(ProtocolEvent("text", {"content": "early"}))
     channel.completed(DONE, "wf-1")
     reader.confirm()
