@@ -126,6 +126,13 @@ BATCH_SCRIPT: dict[str, Any] = {
             "steps": [{"chunk_delay_ms": 20, "text": "One slow answer. " * 12}],
         },
         {
+            "match": "(?i)lookup",
+            "steps": [
+                {"tool_calls": [{"id": "call_l", "name": "lookup", "arguments": {"key": "k"}}]},
+                {"text": "Found: {{last_tool_result}}"},
+            ],
+        },
+        {
             "match": "(?i)weather",
             "steps": [
                 {
@@ -150,7 +157,14 @@ def build_spec(
     frontend_wait_timeout: float | None = None,
     sigkill: bool = False,
     kill_worker: bool = False,
+    crash_in_tool: bool = False,
 ) -> AgentSpec:
+    def maybe_crash(name: str) -> None:
+        """With ``crash_in_tool``, the process dies inside tool ``name``, once."""
+        if crash_in_tool and count(counts, f"crashed.{name}") == 0:
+            bump(counts, f"crashed.{name}")
+            os._exit(17)
+
     @tool(requires_approval=True)
     def delete_file(path: str) -> str:
         """Delete a file.
@@ -169,7 +183,19 @@ def build_spec(
             city: City name.
         """
         bump(counts, "tool.weather")
+        maybe_crash("weather")
         return f"sunny in {city}"
+
+    @tool(idempotent=True)
+    def lookup(key: str) -> str:
+        """Read a value (safe to run again).
+
+        Args:
+            key: The key.
+        """
+        bump(counts, "tool.lookup")
+        maybe_crash("lookup")
+        return f"value of {key}"
 
     @tool
     def meet(text: str) -> str:
@@ -209,7 +235,7 @@ def build_spec(
 
     return AgentSpec(
         provider=CountingProvider(BATCH_SCRIPT, counts, crash_on_call, sigkill, kill_worker),
-        tools=[delete_file, weather, meet, gate],
+        tools=[delete_file, weather, lookup, meet, gate],
         frontend_tools=[
             FrontendTool("read_title", "Read the page title"),
             FrontendTool(
