@@ -28,9 +28,9 @@ DEAD_LETTER = "relayline:dead-letter"
 #: entries kept (the oldest go first), and the body characters kept per entry
 DEAD_LETTER_KEEP = 1000
 BODY_KEEP = 2048
-#: the web's nesting bound on client values (64) plus the job's own levels above them
-#: (kwargs -> job -> seed -> state)
-MAX_DEPTH = 64 + 4
+#: the web's nesting bound on client values (64) plus the levels a job puts above them
+#: ([args, kwargs] -> kwargs -> job -> seed -> messages -> message: 6) and slack
+MAX_DEPTH = 64 + 8
 #: a job carries a turn's seed, never the thread: far below this
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
