@@ -41,6 +41,8 @@ def make_celery(settings: Settings | None = None) -> Celery:
         broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT},
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
+        # Undecodable messages go to the dead-letter list as well (worker.guard).
+        worker_consumer="worker.guard:GuardedConsumer",
     )
     return app
 

@@ -7,8 +7,9 @@ Request class of every relayline task) checks the decoded job first and moves a 
 out of bounds to the Redis list ``DEAD_LETTER`` (task, id, reason, truncated body,
 time; logged at error level), acknowledged so it is never delivered again.
 
-Bodies Kombu cannot decode at all (JSON nested past Python's recursion limit) never get
-here: Kombu raises DecodeError and Celery's decode-error path acknowledges and logs them.
+Bodies Kombu cannot decode at all (not JSON, or nested past Python's recursion limit)
+fail before a request exists: ``GuardedConsumer`` dead-letters them on Celery's
+decode-error path, which then acknowledges and logs them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from celery.worker.consumer import Consumer
 from celery.worker.request import Request
 from celery.worker.state import task_ready
 
@@ -91,11 +93,15 @@ class GuardedRequest(Request):
     first, in the main process, and drops a revoked request without pickling it: the
     hook a refusal needs (the TaskRevokedError it raises is caught and released)."""
 
+    _checked = False
     _dead_lettered = False
 
     def revoked(self) -> bool:
         if self._dead_lettered:
             return True
+        if self._checked:
+            return bool(super().revoked())
+        self._checked = True
         body = self.body or b""
         reason = refusal(len(body), self.args, self.kwargs)
         if reason is None:
@@ -105,3 +111,13 @@ class GuardedRequest(Request):
         task_ready(self)  # out of the worker's reserved set, as a revoked task leaves it
         self.acknowledge()  # never redelivered
         return True
+
+
+class GuardedConsumer(Consumer):
+    """Celery's consumer, recording undecodable messages in the dead-letter list too."""
+
+    def on_decode_error(self, message: Any, exc: Exception) -> None:
+        headers = message.headers if isinstance(message.headers, dict) else {}
+        task, task_id = str(headers.get("task", "?")), str(headers.get("id", "?"))
+        dead_letter(task, task_id, f"undecodable: {type(exc).__name__}", message.body or b"")
+        super().on_decode_error(message, exc)

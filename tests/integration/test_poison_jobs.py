@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
 import requests
 from celery import Celery
+from kombu import Connection, Exchange
 
 from shared.jobs import RUN_TURN, TurnJob, UserTurn
 from tests.support.redis_server import RedisDatabases
@@ -28,6 +29,34 @@ def _nested(depth: int) -> dict[str, Any]:
     for _ in range(depth):
         value = {"a": value}
     return value
+
+
+def _send_undecodable(redis_url: str, task_id: str) -> None:
+    """A task message whose JSON body nests past Python's recursion limit."""
+    headers = {
+        "lang": "py",
+        "task": RUN_TURN,
+        "id": task_id,
+        "root_id": task_id,
+        "parent_id": None,
+        "group": None,
+        "retries": 0,
+        "eta": None,
+        "expires": None,
+        "timelimit": [None, None],
+        "argsrepr": "()",
+        "kwargsrepr": "{}",
+        "origin": "test",
+    }
+    with Connection(redis_url) as connection:
+        connection.Producer().publish(
+            "[" * 100_000,
+            exchange=Exchange("celery", "direct"),
+            routing_key="celery",
+            content_type="application/json",
+            content_encoding="utf-8",
+            headers=headers,
+        )
 
 
 def test_a_poison_job_is_dead_lettered_and_the_next_turn_runs(
@@ -69,3 +98,17 @@ def test_a_poison_job_is_dead_lettered_and_the_next_turn_runs(
         assert text_of(events_of(after.text)) == "Hello! hello"
         assert workers[0].process.poll() is None  # the worker lives on
         assert "dead-lettered" in workers[0].log.read_text()
+
+        _send_undecodable(redis_url, "undecodable-task")
+        client = redis.Redis.from_url(redis_url)
+        try:
+            deadline = time.monotonic() + 30
+            while client.llen(DEAD_LETTER) < 2:
+                assert workers[0].process.poll() is None, workers[0].log.read_text()[-3000:]
+                assert time.monotonic() < deadline, "the undecodable job was not dead-lettered"
+                time.sleep(0.05)  # polling the dead-letter list, bounded by the deadline
+            newest = json.loads(cast(bytes, client.lindex(DEAD_LETTER, 0)))
+            assert client.llen("celery") == 0  # acknowledged, not back on the queue
+        finally:
+            client.close()
+        assert newest["id"] == "undecodable-task" and newest["reason"].startswith("undecodable")
