@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import TypeAlias
 
+import redis
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
@@ -135,7 +136,7 @@ def _execute(
 ) -> str:
     res = resources()
     # Before our own beat is set: it would hide the holder's.
-    alive = holder_alive(res.redis, job.run_id)
+    alive = _holder_alive(res, job.run_id)
     record = res.store.run(job.thread_id, job.run_id)
     if alive and record is not None and record.status == "running":
         if record.checkpoint.get("executor") == task.request.id:
@@ -145,6 +146,15 @@ def _execute(
         return "held elsewhere"
     with _heartbeat(res, job, take=not alive):
         return _execute_beating(task, res, with_segment(job), build)
+
+
+def _holder_alive(res: Resources, run_id: str) -> bool:
+    try:
+        return holder_alive(res.redis, run_id)
+    except redis.RedisError:
+        # Redis away: no beat can be read or kept; the run's compare-and-set still fences.
+        logger.warning("could not read the heartbeat of run %s", run_id)
+        return False
 
 
 def _goes_on(res: Resources, job: AnyJob, error: BaseException) -> bool:
@@ -235,7 +245,7 @@ def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
     """Settles the wait's pending calls with timeout errors, unless the run moved on."""
     expiry = ExpireJob.from_json(job)
     res = resources()
-    with _heartbeat(res, expiry, take=not holder_alive(res.redis, expiry.run_id)):
+    with _heartbeat(res, expiry, take=not _holder_alive(res, expiry.run_id)):
         return _expire(self, res, with_segment(expiry))
 
 
