@@ -26,6 +26,7 @@ from channels.errors import (
     EnvelopeError,
     GapError,
     PublishError,
+    SegmentReplacedError,
 )
 from channels.fragments import Fragment
 from channels.log import ActiveSegment, LogLimits, SegmentLog, active_segment, announce
@@ -67,6 +68,7 @@ __all__ = [
     "RedisChannel",
     "RedisChannelReader",
     "SegmentLog",
+    "SegmentReplacedError",
     "SegmentState",
     "active_segment",
     "announce",

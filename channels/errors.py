@@ -8,6 +8,7 @@ Hierarchy::
     ├── ChannelClosedError               a call after the segment's terminal
     ├── PublishError                     the transport refused or failed a delivery
     ├── ChannelReadError                 a reader gave up: timeout, late start, segment switch
+    │   └── SegmentReplacedError         a newer segment of the run took over (its recovery)
     └── EnvelopeError                    a frame is not a valid envelope or fragment
         └── GapError                     a consumer found missing or conflicting events
 """
@@ -46,6 +47,11 @@ class PublishError(ChannelError):
 
 class ChannelReadError(ChannelError):
     """A reader could not relay a whole segment."""
+
+
+class SegmentReplacedError(ChannelReadError):
+    """The segment being read ended without its terminal because a newer one of the
+    same run took over (the run was recovered after its worker was lost)."""
 
 
 class EnvelopeError(ChannelError):

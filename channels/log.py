@@ -28,7 +28,7 @@ from typing import Final, cast
 import redis
 
 from channels.envelope import Envelope
-from channels.errors import ChannelConfigError, ChannelReadError
+from channels.errors import ChannelConfigError, ChannelReadError, SegmentReplacedError
 from shared.settings import Settings
 
 FIELD: Final = "e"
@@ -248,7 +248,7 @@ class LogReader:
             return
         newest = latest_segment(self.client, self.thread_id)
         if newest is not None and newest.stream_id != self.stream_id:
-            raise ChannelReadError(
+            raise SegmentReplacedError(
                 f"Segment {self.stream_id} ended without its terminal: segment "
                 f"{newest.stream_id} replaced it (the run went on elsewhere)."
             )

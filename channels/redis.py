@@ -26,7 +26,13 @@ from redis.client import PubSub
 
 from channels.base import AbstractChannel
 from channels.envelope import Envelope, is_terminal
-from channels.errors import ChannelConfigError, ChannelReadError, EnvelopeError, PublishError
+from channels.errors import (
+    ChannelConfigError,
+    ChannelReadError,
+    EnvelopeError,
+    PublishError,
+    SegmentReplacedError,
+)
 from channels.fragments import Fragment, join_parts
 from shared.events import ProtocolEvent
 
@@ -266,7 +272,7 @@ class _Relay:
                 )
             self.stream_id = sid
         elif sid != self.stream_id:
-            raise ChannelReadError(
+            raise SegmentReplacedError(
                 f"Segment {self.stream_id} on Redis channel {self.name} ended without a "
                 "terminal event: another segment started."
             )

@@ -22,3 +22,20 @@ def thread_not_found(thread_id: str) -> str:
 def delivery_not_configured(delivery: str) -> str:
     """``delivery`` is the name people read: "Pusher" or "Mercure"."""
     return f"{delivery} delivery is not configured on this server."
+
+
+def stream_lost(thread_id: str) -> str:
+    """A relayed stream whose transport broke while its run may go on."""
+    return (
+        f"The connection to the output of thread '{thread_id}' was lost; the run was not "
+        "reported failed. Resume the thread's stream or reload it to follow the run."
+    )
+
+
+def run_recovered(thread_id: str) -> str:
+    """A stream whose segment a newer one replaced: the run was recovered after its
+    worker was lost and goes on in that segment."""
+    return (
+        f"The run of thread '{thread_id}' lost its worker and goes on in a new stream. "
+        "Resume the thread's stream or reload it to follow the run."
+    )

@@ -18,12 +18,19 @@ from channels import (
     ChannelReadError,
     LogLimits,
     RedisChannelReader,
+    SegmentReplacedError,
     announce,
     is_terminal,
 )
 from channels.mercure import thread_topic
 from channels.pusher import thread_channel
-from shared.errors import RunInFlightError, WorkflowError
+from shared.errors import (
+    DeliveryError,
+    RunElsewhereError,
+    RunInFlightError,
+    StreamLostError,
+    WorkflowError,
+)
 from shared.events import ProtocolEvent
 from shared.ids import new_stream_id
 from shared.jobs import (
@@ -39,7 +46,7 @@ from shared.persistence import RunRecord, ThreadRecord
 from shared.protocols import failure_frames, protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
-from shared.texts import delivery_not_configured
+from shared.texts import delivery_not_configured, run_recovered, stream_lost
 from web.services import services
 
 PushKind = Literal["pusher", "mercure"]
@@ -199,10 +206,20 @@ def _relayed(
             else:
                 yield encode_event(item)
     except (ChannelReadError, RedisError) as exc:
-        for frame in failure_frames(protocol, thread_id, seed, exc, started=started):
+        ended = delivery_error(exc, thread_id)
+        for frame in failure_frames(protocol, thread_id, seed, ended, started=started):
             yield encode_event(frame)
     finally:
         reader.close()
+
+
+def delivery_error(exc: ChannelReadError | RedisError, thread_id: str) -> DeliveryError:
+    """What a client is told when its stream breaks: the transport broke or the run was
+    recovered elsewhere, never "The run failed." for a run that may still complete.
+    Both codes tell the client to resume the thread's stream or reload."""
+    if isinstance(exc, SegmentReplacedError):
+        return RunElsewhereError(run_recovered(thread_id))
+    return StreamLostError(stream_lost(thread_id))
 
 
 #: every delivery by its ``?delivery=`` name (the names of RELAYLINE_DELIVERY)

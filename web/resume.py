@@ -14,7 +14,7 @@ from shared.jobs import ProtocolName
 from shared.protocols import failure_frames, protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
-from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS
+from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, delivery_error
 from web.services import services
 
 
@@ -75,5 +75,6 @@ def _frames(
             frame = encode_event(envelope.to_event())
             yield f"id: {envelope.sequence}\n{frame}" if ids else frame
     except (ChannelReadError, RedisError) as exc:
-        for event in failure_frames(protocol_name, thread_id, {}, exc, started=started):
+        ended = delivery_error(exc, thread_id)
+        for event in failure_frames(protocol_name, thread_id, {}, ended, started=started):
             yield encode_event(event)

@@ -7,6 +7,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
+import redis
+
 from channels import (
     AbstractChannel,
     LogLimits,
@@ -16,6 +18,7 @@ from channels import (
     RedisChannel,
     SegmentLog,
 )
+from channels.log import log_key
 from shared.delivery import Channel
 from shared.ids import new_stream_id
 from shared.jobs import Job, Target, TargetKind
@@ -23,6 +26,7 @@ from shared.settings import Settings
 from worker.resources import Resources
 
 J = TypeVar("J", bound=Job)
+
 
 def _relay(target: Target, thread_id: str, res: Resources) -> Callable[[], AbstractChannel]:
     name = target.channel
@@ -54,10 +58,14 @@ CHANNELS: Mapping[TargetKind, Callable[[Target, str, Resources], Callable[[], Ab
 }
 
 
-def with_segment(job: J) -> J:
+def with_segment(job: J, client: redis.Redis) -> J:
     """``job`` naming its segment: the one the web announced, or a new one for a job
-    nobody announced (timers, recoveries), which its first log entry announces."""
-    if job.stream_id is not None:
+    nobody announced (timers, recoveries), which its first log entry announces.
+
+    A later delivery of a job whose segment already has entries (the first delivery's
+    worker was lost mid-answer) writes a new segment too: its sequences start again at
+    0, and readers of the old one learn it was replaced instead of reading a torn log."""
+    if job.stream_id is not None and not client.exists(log_key(job.stream_id)):
         return job
     return dataclasses.replace(job, stream_id=new_stream_id())
 

@@ -142,10 +142,10 @@ def _execute(
         if record.checkpoint.get("executor") == task.request.id:
             logger.warning("task %s redelivered while run %s lives on", task.request.id, job.run_id)
             return "held elsewhere"  # the same job: its holder serves this target and stream
-        _publish_failure(res, with_segment(job), ELSEWHERE)
+        _publish_failure(res, with_segment(job, res.redis), ELSEWHERE)
         return "held elsewhere"
     with _heartbeat(res, job, take=not alive):
-        return _execute_beating(task, res, with_segment(job), build)
+        return _execute_beating(task, res, with_segment(job, res.redis), build)
 
 
 def _holder_alive(res: Resources, run_id: str) -> bool:
@@ -246,7 +246,7 @@ def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
     expiry = ExpireJob.from_json(job)
     res = resources()
     with _heartbeat(res, expiry, take=not _holder_alive(res, expiry.run_id)):
-        return _expire(self, res, with_segment(expiry))
+        return _expire(self, res, with_segment(expiry, res.redis))
 
 
 def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:

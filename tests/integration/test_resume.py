@@ -312,6 +312,8 @@ def test_a_reader_left_on_a_lost_segment_is_told_once_a_newer_one_begins(
         finally:
             web.stop()
     assert [e["type"] for e in rest] == ["error"]  # then the response ends
+    # Not "The run failed.": the run goes on, and the code says where to follow it.
+    assert rest[0]["code"] == "RUN_CONTINUES_ELSEWHERE" and "Resume" in rest[0]["message"]
 
 
 def _segment_of(client: Any, thread: str) -> LogOnlyChannel:

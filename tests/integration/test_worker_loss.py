@@ -46,6 +46,7 @@ def test_a_lost_worker_is_recovered_by_another_within_30_seconds(
             events = [frame.event for frame in frames(response)]
         # The relay heard the lost segment stop and another begin: an error, not a hang.
         assert events[-1]["type"] == "error"
+        assert events[-1]["code"] == "RUN_CONTINUES_ELSEWHERE"  # never "The run failed."
         assert count(tmp_path, "killed") == 1
         assert sum(w.process.poll() is not None for w in workers) == 1  # one worker is gone
 
