@@ -21,6 +21,7 @@ from shared.protocols.agui.wire import InterruptJSON, MessageJSON
 from shared.records import RunStatus
 from shared.tools import redactions
 from web.auth import current_user, thread_for
+from web.bounds import check_agui
 from web.dispatch import current_run, deliver, json_body, refuse_if_busy, refuse_replay
 from web.services import services
 
@@ -39,6 +40,7 @@ def _run(agent_id: str) -> Response:
     message ids the thread stores."""
     spec = _spec(agent_id)
     payload = json_body()
+    check_agui(payload)
     user = current_user()
     thread = thread_for(payload.get("threadId"), user)
     thread_id = str(payload["threadId"])

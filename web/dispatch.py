@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from flask import Response, current_app, jsonify, request
 from redis.exceptions import RedisError
@@ -47,6 +47,7 @@ from shared.protocols import failure_frames, protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
 from shared.texts import delivery_not_configured, run_recovered, stream_lost
+from web.bounds import json_body as json_body  # re-exported: it lived here
 from web.services import services
 
 PushKind = Literal["pusher", "mercure"]
@@ -59,13 +60,6 @@ SSE_HEADERS = {
     "Cache-Control": "no-cache",
     "X-Accel-Buffering": "no",
 }
-
-
-def json_body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object.")
-    return body
 
 
 def current_run(thread: ThreadRecord | None) -> RunRecord | None:

@@ -9,11 +9,17 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, Response, jsonify
+from kombu.exceptions import OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
 from shared.errors import RelaylineError, UnavailableError, http_status
 
 logger = logging.getLogger("relayline.web")
+
+#: the 503's message when Redis or the broker cannot be reached
+UNAVAILABLE = "The message queue is unavailable; nothing was sent. Retry shortly."
 
 
 def error_response(status: int, message: str, kind: str) -> Response:
@@ -32,6 +38,15 @@ def init_app(app: Flask) -> None:
         if isinstance(exc, UnavailableError):
             response.headers["Retry-After"] = str(exc.retry_after)
         return response
+
+    def outage(exc: Exception) -> Response:
+        # Redis or the broker is down before the headers (subscribe, announce, enqueue):
+        # nothing was enqueued, so the client may retry the same request.
+        logger.warning("a dependency is down: %s", exc)
+        return refused(UnavailableError(UNAVAILABLE))
+
+    for kind in (RedisConnectionError, RedisTimeoutError, OperationalError):
+        app.register_error_handler(kind, outage)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:

@@ -11,6 +11,7 @@ from shared.errors import InputTranslationError
 from shared.ids import new_id, new_run_id
 from shared.jobs import ContinueJob, TurnJob, UserTurn
 from web.auth import current_user, thread_for
+from web.bounds import MAX_MESSAGE_CHARS, check_answers, check_size
 from web.dispatch import (
     current_run,
     deliver,
@@ -36,6 +37,7 @@ def post_message(thread_id: str) -> Response:
     content = json_body().get("content")
     if not isinstance(content, str) or not content.strip():
         raise InputTranslationError("The body needs a non-empty string 'content'.")
+    check_size(content, MAX_MESSAGE_CHARS, "'content'")
     refuse_if_busy(thread_id, current_run(thread))
     job = TurnJob(
         thread_id=thread_id,
@@ -62,13 +64,17 @@ def _continue(staged: Continuation, agent: Agent) -> Response:
 @bp.post("/api/threads/<thread_id>/tool-results")
 def post_tool_results(thread_id: str) -> Response:
     agent = _agent(thread_id, must_exist=True)
-    return _continue(agent.submit_tool_results(json_body()), agent)
+    body = json_body()
+    check_answers(body)
+    return _continue(agent.submit_tool_results(body), agent)
 
 
 @bp.post("/api/threads/<thread_id>/approvals")
 def post_approvals(thread_id: str) -> Response:
     agent = _agent(thread_id, must_exist=True)
-    return _continue(agent.submit_approval_decisions(json_body()), agent)
+    body = json_body()
+    check_answers(body)
+    return _continue(agent.submit_approval_decisions(body), agent)
 
 
 @bp.get("/api/threads/<thread_id>")

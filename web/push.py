@@ -14,7 +14,7 @@ from werkzeug.exceptions import BadRequest, NotFound
 from channels.mercure import subscriber_token, thread_topic
 from channels.pusher import pusher_client
 from shared.texts import delivery_not_configured, thread_not_found
-from web.auth import current_user, thread_for
+from web.auth import check_thread_id, current_user, thread_for
 from web.services import services
 
 bp = Blueprint("push", __name__)
@@ -22,6 +22,8 @@ bp = Blueprint("push", __name__)
 #: seconds a Mercure subscriber token stays valid (EventSource reconnects reuse it)
 TOKEN_TTL = 3600
 _PUSHER_CHANNEL = re.compile(r"^private-(?:encrypted-)?thread-(.+)$")
+#: Pusher's socket id format; ASCII digits only (``\d`` would take other scripts' digits)
+_SOCKET_ID = re.compile(r"[0-9]{1,20}\.[0-9]{1,20}")
 
 
 def _claim(thread_id: str) -> str:
@@ -41,12 +43,16 @@ def pusher_auth() -> Response:
     socket_id = request.form.get("socket_id", "")
     channel = request.form.get("channel_name", "")
     match = _PUSHER_CHANNEL.match(channel)
-    if not socket_id or match is None:
-        raise BadRequest("Pusher auth needs socket_id and a private-thread-<id> channel_name.")
+    # Everything is checked before _claim writes a thread row: a refusal writes nothing.
+    if _SOCKET_ID.fullmatch(socket_id) is None or match is None:
+        raise BadRequest(
+            "Pusher auth needs a socket_id of the form <digits>.<digits> and a "
+            "private-thread-<id> channel_name."
+        )
     encrypted = channel.startswith("private-encrypted-")
     if encrypted != settings.pusher.encrypted:
         raise BadRequest(f"Channel {channel!r} is not the one this server publishes to.")
-    _claim(match.group(1))
+    _claim(check_thread_id(match.group(1)))
     auth = pusher_client(settings).authenticate(channel=channel, socket_id=socket_id)
     # The SDK hands an encrypted channel's shared secret back as bytes.
     return jsonify({k: v.decode() if isinstance(v, bytes) else v for k, v in auth.items()})
@@ -59,7 +65,7 @@ def mercure_token() -> Response:
     if not mercure.configured:
         raise NotFound(delivery_not_configured("Mercure"))
     assert mercure.subscriber_jwt_key  # configured says so
-    thread_id = _claim(str(request.args.get("threadId", "")))
+    thread_id = _claim(check_thread_id(request.args.get("threadId", "")))
     topic = thread_topic(settings.public_url, thread_id)
     token = subscriber_token(mercure.subscriber_jwt_key, topic, TOKEN_TTL)
     return jsonify({"token": token, "hubUrl": mercure.hub_url, "topic": topic})

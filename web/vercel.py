@@ -11,6 +11,7 @@ from shared.ids import new_id, new_run_id
 from shared.jobs import ContinueJob, TurnJob, UserTurn
 from shared.protocols.vercel import VercelAIInputTranslator, ui_messages
 from web.auth import current_user, thread_for
+from web.bounds import check_vercel
 from web.dispatch import current_run, deliver, json_body, refuse_if_busy, refuse_replay
 from web.resume import active_reader, resumed_response
 from web.services import services
@@ -21,6 +22,7 @@ bp = Blueprint("vercel", __name__)
 @bp.post("/api/chat")
 def post_chat() -> Response:
     payload = json_body()
+    check_vercel(payload)
     user = current_user()
     thread = thread_for(payload.get("id"), user)
     thread_id = str(payload["id"])

@@ -86,11 +86,13 @@ class AGUIInputTranslator:
             raise InputTranslationError(SHAPE_ERROR)
         message = messages[-1]
         message_id = message.get("id")
-        return {
-            "id": message_id if isinstance(message_id, str) and message_id else None,
-            "role": "user",
-            "content": _user_text(message),
-        }
+        if message_id is not None and not isinstance(message_id, str):
+            raise InputTranslationError("An AG-UI message id must be a string.")
+        text = _user_text(message)
+        if not text.strip():
+            # Refused here, before any header, rather than as an error frame after a 200.
+            raise InputTranslationError("An AG-UI user message requires non-empty text.")
+        return {"id": message_id or None, "role": "user", "content": text}
 
     @staticmethod
     def new_turn(payload: Mapping[str, Any]) -> NewTurn:

@@ -1,0 +1,44 @@
+"""A Flask test client on a real store and Redis, with Pusher and Mercure configured
+(auth is signed locally, no server needed) and no worker: accepted turns stay queued."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flask import Flask
+from flask.testing import FlaskClient
+
+from shared.persistence import Store
+from shared.settings import Settings
+from tests.support.stack import fresh_env
+from web import create_app
+
+PUSH_ENV = {
+    "PUSHER_APP_ID": "1",
+    "PUSHER_KEY": "fuzz-key",
+    "PUSHER_SECRET": "fuzz-secret",
+    "MERCURE_HUB_URL": "http://127.0.0.1:9/.well-known/mercure",
+    "MERCURE_PUBLISHER_JWT_KEY": "p" * 32,
+    "MERCURE_SUBSCRIBER_JWT_KEY": "s" * 32,
+}
+
+
+@contextmanager
+def http_app(tmp: Path, redis_url: str) -> Iterator[tuple[Flask, FlaskClient, Store]]:
+    env = fresh_env(tmp, redis_url, **PUSH_ENV)
+    app = create_app(Settings.from_env(env), {"RELAYLINE_HEARTBEAT_SECONDS": 0.05})
+    store = Store(env["DATABASE_URL"])
+    try:
+        yield app, app.test_client(), store
+    finally:
+        app.extensions["relayline"].close()
+        store.dispose()
+
+
+def thread_count(store: Store) -> int:
+    import sqlalchemy as sa
+
+    with store.engine.connect() as connection:
+        return int(connection.execute(sa.text("SELECT count(*) FROM threads")).scalar_one())
