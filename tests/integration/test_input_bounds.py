@@ -39,6 +39,10 @@ def _turn(thread_id: str, **extra: Any) -> dict[str, Any]:
 
 
 def _refused(response: Any, status: int = 400) -> dict[str, Any]:
+    if response.mimetype == "text/event-stream":
+        # Accepted: with no worker its stream would only wait for the relay timeout.
+        response.close()
+        pytest.fail(f"answered {response.status_code} with a stream, not {status}")
     assert response.status_code == status, response.get_data(as_text=True)[:500]
     assert response.mimetype == "application/json"
     body: dict[str, Any] = response.get_json()
@@ -52,10 +56,21 @@ def test_deep_nesting_is_400(
     client: tuple[FlaskClient, Store, str], route: str, depth: int
 ) -> None:
     test_client, store, _ = client
-    body = '{"threadId": "t-deep", "id": "t-deep", "content": "x", "deep": ' + _nested(depth)
-    body += "}"
+    # A valid turn of each protocol but for one deeply nested field.
+    valid = {
+        **_turn("t-deep"),
+        "id": "t-deep",
+        "content": "x",
+        "deep": "@DEEP@",
+    }
+    if route == "/api/chat":
+        valid["messages"] = [
+            {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+        ]
+    body = json.dumps(valid).replace('"@DEEP@"', _nested(depth))
     response = test_client.post(route, data=body, content_type="application/json")
-    _refused(response)
+    error = _refused(response)["error"]
+    assert "nested" in error or "JSON object" in error
     assert thread_count(store) == 0
 
 
