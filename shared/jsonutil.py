@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 #: a free-form JSON object (a JSON schema, a tool's inputs, a client's state): where the
@@ -21,3 +22,25 @@ def dumps(value: Any) -> str:
 def normalize_result(value: Any) -> str:
     """Tool result text the model sees: strings stay as they are, anything else is JSON."""
     return value if isinstance(value, str) else dumps(value)
+
+
+def depth(value: object, limit: int) -> int:
+    """The nesting depth of arrays and objects in ``value`` (a bare scalar is 0, ``[]``
+    is 1), counted without recursion and no further than ``limit + 1``: all a bound needs,
+    and no value is too deep to count."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children: Any
+        if isinstance(item, Mapping):
+            children = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest

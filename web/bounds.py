@@ -15,6 +15,7 @@ from typing import Any
 from flask import request
 
 from shared.errors import InputTranslationError
+from shared.jsonutil import depth
 
 #: deepest nesting of arrays and objects in a body (the body itself is level 1)
 MAX_DEPTH = 64
@@ -47,20 +48,9 @@ def json_body() -> dict[str, Any]:
 
 
 def check_depth(value: object, limit: int = MAX_DEPTH) -> None:
-    """Refuse ``value`` nested deeper than ``limit``; iterative, so no depth overflows."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children: Any
-        if isinstance(item, Mapping):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            raise InputTranslationError(f"The request body is nested more than {limit} levels.")
-        stack.extend((child, depth + 1) for child in children)
+    """Refuse ``value`` nested deeper than ``limit``."""
+    if depth(value, limit) > limit:
+        raise InputTranslationError(f"The request body is nested more than {limit} levels.")
 
 
 def _chars(value: object) -> int:

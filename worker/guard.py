@@ -22,7 +22,7 @@ from celery.worker.consumer import Consumer
 from celery.worker.request import Request
 from celery.worker.state import task_ready
 
-from shared.jsonutil import dumps
+from shared.jsonutil import depth, dumps
 
 logger = logging.getLogger("relayline.worker")
 
@@ -35,23 +35,6 @@ BODY_KEEP = 2048
 MAX_DEPTH = 64 + 8
 #: a job carries a turn's seed, never the thread: far below this
 MAX_BODY_BYTES = 4 * 1024 * 1024
-
-
-def depth(value: Any, limit: int) -> int:
-    """The nesting depth of a JSON value, counted without recursion and no further than
-    ``limit + 1`` (all a bound needs)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if not isinstance(item, dict | list | tuple):
-            continue
-        deepest = max(deepest, level)
-        if deepest > limit:
-            return deepest
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, level + 1) for child in children)
-    return deepest
 
 
 def refusal(body_size: int, args: Any, kwargs: Any) -> str | None:

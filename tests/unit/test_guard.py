@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.guard import MAX_BODY_BYTES, MAX_DEPTH, depth, refusal
+from shared.jsonutil import depth
+from worker.guard import MAX_BODY_BYTES, MAX_DEPTH, refusal
 
 
 def _nested(levels: int) -> Any:
