@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
+from shared.cancel import CancelToken
 from shared.messages import Message
 
 
@@ -23,9 +24,14 @@ class ToolSchema:
 
 @dataclasses.dataclass(frozen=True)
 class ModelRequest:
+    """One model call. ``cancel`` is set when the run is stopped: a provider blocked on
+    the model's response registers ``cancel.on_cancel`` to close it, so the call ends
+    promptly (what it raises then is ignored; the loop sees the token)."""
+
     system_prompt: str | None
     messages: tuple[Message, ...]
     tools: tuple[ToolSchema, ...]
+    cancel: CancelToken | None = None
 
 
 @dataclasses.dataclass(frozen=True)
