@@ -22,6 +22,7 @@ from shared.jsonutil import normalize_result
 from shared.messages import Message, ToolResultPart
 from shared.persistence.store import RunRecord
 from shared.records import Accepted, BatchJSON, CallJSON, Decision, ResultEntry, RunStart
+from shared.texts import CALL_STOPPED
 from shared.tools import FrontendTool, redacted_inputs
 
 
@@ -174,6 +175,17 @@ def call_info(call: CallJSON, accepted: Accepted, *, with_result: bool) -> ToolC
         approval=approval,
         reject_reason=reason if rejected else None,
     )
+
+
+def stopped(batch: BatchJSON, accepted: Accepted) -> Accepted:
+    """``accepted`` with every call of the batch that has no outcome yet (undecided,
+    awaiting the browser, or never executed) settled as stopped, so ``tool_message``
+    can close the batch and the model sees why on the next turn."""
+    results = results_of(accepted)
+    for call in batch["calls"]:
+        if call["id"] not in results and not is_rejected(call, accepted):
+            results[call["id"]] = {"error": CALL_STOPPED}
+    return {**accepted, "results": results}
 
 
 def tool_message(batch: BatchJSON, accepted: Accepted) -> Message:

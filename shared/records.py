@@ -14,7 +14,7 @@ from shared.interrupts import Decision, ResultEntry
 from shared.jsonutil import JSONObject
 from shared.tools import FrontendToolJSON
 
-RunStatus = Literal["running", "suspended", "completed", "failed"]
+RunStatus = Literal["running", "suspended", "completed", "failed", "cancelled"]
 #: the statuses that hold a thread: no new turn starts while its run is in one of them
 ACTIVE_STATUSES: tuple[RunStatus, ...] = ("running", "suspended")
 

@@ -12,6 +12,8 @@ RUN_FAILED: Final = "The run failed."
 NO_MATCH: Final = "The payload contains no matching continuation input."
 #: a new turn without text
 EMPTY_TURN: Final = "A new turn needs a non-empty user message."
+#: the outcome of a call the run never finished because a person stopped it
+CALL_STOPPED: Final = "TOOL NOT COMPLETED: the user stopped the run before this call finished."
 
 
 def thread_not_found(thread_id: str) -> str:

@@ -3,18 +3,26 @@
 ``@tool`` reads the JSON schema of a function's parameters from its type hints and
 the parameter descriptions from its Google-style docstring. ``FrontendTool`` is a
 declaration only: the browser runs it, and executing it here is an error.
+
+A long backend tool may opt in to stopping with its run: ``current_cancel()`` is the
+run's ``CancelToken`` while the tool executes (check ``is_set()``, ``wait(seconds)``
+instead of sleeping, or ``on_cancel`` to abort I/O). A tool that ignores it finishes,
+and its result is kept.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import inspect
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from shared.cancel import CancelToken
 from shared.errors import ToolError
 
 JSONSchema = dict[str, Any]
@@ -114,6 +122,28 @@ class FrontendTool:
 
 
 AnyTool = Tool | FrontendTool
+
+
+_cancel: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar(
+    "relayline_tool_cancel", default=None
+)
+
+
+def current_cancel() -> CancelToken:
+    """The stop signal of the run whose tool is executing now (a fresh, never-set token
+    outside a run, so a tool can call this unconditionally)."""
+    token = _cancel.get()
+    return token if token is not None else CancelToken()
+
+
+@contextlib.contextmanager
+def cancel_scope(token: CancelToken) -> Iterator[None]:
+    """Make ``token`` what ``current_cancel()`` returns while a tool executes."""
+    reset = _cancel.set(token)
+    try:
+        yield
+    finally:
+        _cancel.reset(reset)
 
 
 def redactions(tools: typing.Iterable[AnyTool]) -> dict[str, tuple[str, ...]]:

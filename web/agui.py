@@ -24,6 +24,7 @@ from web.auth import current_user, thread_for
 from web.bounds import check_agui
 from web.dispatch import current_run, deliver, json_body, refuse_if_busy, refuse_replay
 from web.services import services
+from web.stop import disconnect_policy
 
 bp = Blueprint("agui", __name__)
 
@@ -41,6 +42,7 @@ def _run(agent_id: str) -> Response:
     spec = _spec(agent_id)
     payload = json_body()
     check_agui(payload)
+    on_disconnect = disconnect_policy(payload.get("forwardedProps"))
     user = current_user()
     thread = thread_for(payload.get("threadId"), user)
     thread_id = str(payload["threadId"])
@@ -66,7 +68,7 @@ def _run(agent_id: str) -> Response:
             answers=staged.answers or {},
             stop_after_tool_call=stop,
         )
-        return deliver(job)
+        return deliver(job, on_disconnect)
     turn = translator.new_turn(payload)
     tools = translator.tools(payload, backend_tool_names=[t.name for t in spec.tools])
     refuse_if_busy(thread_id, current_run(thread))
@@ -81,7 +83,7 @@ def _run(agent_id: str) -> Response:
         message=message,
         frontend_tools=tuple(tools),
     )
-    return deliver(job)
+    return deliver(job, on_disconnect)
 
 
 def _seed(

@@ -5,6 +5,7 @@ response (SUBSCRIBE first, then enqueue by task name), or pushed (202 + where to
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Literal
@@ -48,7 +49,8 @@ from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
 from shared.texts import delivery_not_configured, run_recovered, stream_lost
 from web.bounds import json_body as json_body  # re-exported: it lived here
-from web.services import services
+from web.services import Services, services
+from web.stop import DisconnectPolicy, disconnect_policy, stop
 
 PushKind = Literal["pusher", "mercure"]
 
@@ -84,15 +86,18 @@ def refuse_replay(thread_id: str, message_id: str, stored_ids: Collection[str]) 
         raise WorkflowError(f"Message '{message_id}' is already part of thread '{thread_id}'.")
 
 
-def deliver(job: TurnJob | ContinueJob) -> Response:
+def deliver(job: TurnJob | ContinueJob, on_disconnect: DisconnectPolicy | None = None) -> Response:
     """Relay (one SSE response) or push (202 with where to listen), as the request's
-    ``?delivery=`` or RELAYLINE_DELIVERY asks."""
+    ``?delivery=`` or RELAYLINE_DELIVERY asks. ``on_disconnect`` (default: the request's
+    ``?onDisconnect=``) says whether a relayed client that goes away stops the run."""
     name = request.args.get("delivery") or services().settings.delivery
-    delivery = DELIVERIES.get(name)
-    if delivery is None:
+    if name not in DELIVERIES:
         *others, last = DELIVERIES
         raise BadRequest(f"Unknown delivery {name!r}; use {', '.join(others)} or {last}.")
-    return delivery(job)
+    policy = on_disconnect or disconnect_policy()
+    if name == "relay":
+        return relay(job, policy)
+    return DELIVERIES[name](job)
 
 
 def _send(job: TurnJob | ContinueJob) -> str:
@@ -158,7 +163,7 @@ def push(job: TurnJob | ContinueJob, delivery: PushKind) -> Response:
     return response
 
 
-def relay(job: TurnJob | ContinueJob) -> Response:
+def relay(job: TurnJob | ContinueJob, on_disconnect: DisconnectPolicy = "continue") -> Response:
     svc = services()
     name = f"relayline:relay:{uuid.uuid4().hex}"
     reader = RedisChannelReader(svc.redis, name, timeout=svc.settings.relay_timeout)
@@ -172,7 +177,8 @@ def relay(job: TurnJob | ContinueJob) -> Response:
         reader.close()
         raise
     heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
-    body = _relayed(reader, job.protocol, job.thread_id, job.seed, heartbeat)
+    dropped = _stopper(svc, job.thread_id, job.run_id) if on_disconnect == "cancel" else None
+    body = _relayed(reader, job.protocol, job.thread_id, job.seed, heartbeat, dropped)
     return Response(body, headers={**protocol(job.protocol).headers, **SSE_HEADERS})
 
 
@@ -182,9 +188,11 @@ def _relayed(
     thread_id: str,
     seed: ClientSeed,
     heartbeat: float = HEARTBEAT_SECONDS,
+    on_dropped: Callable[[], None] | None = None,
 ) -> Iterator[str]:
     """The SSE body. A client that goes away closes this generator, which drops only the
-    subscription: the run goes on in the worker and its result lands in history."""
+    subscription (the run goes on in the worker and its result lands in history), unless
+    ``on_dropped`` is given: then it is called, to stop the run."""
     started = False
     try:
         for item in reader.events(heartbeat=heartbeat):
@@ -203,8 +211,27 @@ def _relayed(
         ended = delivery_error(exc, thread_id)
         for frame in failure_frames(protocol, thread_id, seed, ended, started=started):
             yield encode_event(frame)
+    except GeneratorExit:
+        if on_dropped is not None:
+            on_dropped()
+        raise
     finally:
         reader.close()
+
+
+def _stopper(svc: Services, thread_id: str, run_id: str) -> Callable[[], None]:
+    """Stop ``run_id`` when the client drops (``onDisconnect=cancel``), unless the thread
+    has moved on to another run meanwhile."""
+
+    def stop_dropped() -> None:
+        try:
+            current = svc.store.current_run(thread_id)
+            if current is not None and current.run_id == run_id:
+                stop(svc, thread_id)
+        except Exception:  # the client is gone: nobody to tell but the log
+            logging.getLogger("relayline.web").exception("could not stop run %s", run_id)
+
+    return stop_dropped
 
 
 def delivery_error(exc: ChannelReadError | RedisError, thread_id: str) -> DeliveryError:

@@ -15,18 +15,21 @@ ends the run's story for this client (a failed run, a bad job) gets failure fram
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeAlias
 
 import redis
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
+from channels.stops import process_watcher
 from shared.agent import Agent, Continuation
 from shared.agent.agent import Segment
 from shared.agent.segment import drain
 from shared.agent.spec import AgentSpec, RunState
+from shared.cancel import CancelToken
 from shared.errors import (
     RelaylineError,
     RunElsewhereError,
@@ -69,7 +72,7 @@ logger = logging.getLogger("relayline.worker")
 AnyTask: TypeAlias = "Task[..., str]"
 
 
-def _agent(task: AnyTask, res: Resources, job: AnyJob) -> Agent:
+def _agent(task: AnyTask, res: Resources, job: AnyJob, cancel: CancelToken | None = None) -> Agent:
     spec = res.registry.spec(job.agent_id)
     agent = Agent(
         job.thread_id,
@@ -78,6 +81,7 @@ def _agent(task: AnyTask, res: Resources, job: AnyJob) -> Agent:
         owner=job.owner,
         lease_seconds=LEASE_SECONDS,
         executor=task.request.id,
+        cancel=cancel,
     )
     agent.set_stream_adapter(adapter_factory(job.protocol, job.thread_id, _seed(job, res, spec)))
     agent.set_channel(channel_factory(_target(job), job.thread_id, res, _stream(job), job.protocol))
@@ -165,11 +169,38 @@ def _goes_on(res: Resources, job: AnyJob, error: BaseException) -> bool:
     return record is not None and record.status != "failed"
 
 
+@contextlib.contextmanager
+def _stop_watch(res: Resources, run_id: str) -> Iterator[CancelToken]:
+    """The run's stop signal, set by this process's watcher when a stop is announced."""
+    token = CancelToken()
+    try:
+        unwatch = process_watcher(res.redis).watch(run_id, token)
+    except redis.RedisError:
+        logger.warning("could not watch run %s for stops; the record is still read", run_id)
+        unwatch = None
+    try:
+        yield token
+    finally:
+        if unwatch is not None:
+            unwatch()
+
+
 def _execute_beating(
     task: AnyTask, res: Resources, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]
 ) -> str:
+    with _stop_watch(res, job.run_id) as cancel:
+        return _execute_watched(task, res, job, build, cancel)
+
+
+def _execute_watched(
+    task: AnyTask,
+    res: Resources,
+    job: AnyJob,
+    build: Callable[[Agent, Resources], Segment | None],
+    cancel: CancelToken,
+) -> str:
     try:
-        agent = _agent(task, res, job)
+        agent = _agent(task, res, job, cancel)
         segment = build(agent, res)
         if segment is None:
             return "nothing to do"

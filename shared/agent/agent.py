@@ -14,6 +14,7 @@ from shared.agent.loop import RunLoop
 from shared.agent.segment import AdapterFactory, ChannelFactory, drain, run_segment, state_of
 from shared.agent.spec import AgentSpec, RunState
 from shared.batch import request_from_record
+from shared.cancel import CancelToken
 from shared.errors import (
     ExpiredError,
     InputTranslationError,
@@ -54,6 +55,7 @@ class Agent:
         owner: str = ANONYMOUS,
         lease_seconds: float = 600.0,
         executor: str | None = None,
+        cancel: CancelToken | None = None,
     ) -> None:
         if not is_thread_id(thread_id):
             raise InputTranslationError(invalid_thread_id(thread_id))
@@ -65,6 +67,8 @@ class Agent:
         #: who executes (a Celery task id): a redelivery of the same task may take over
         #: its own lost run at once instead of waiting for the lease to expire
         self.executor = executor
+        #: the stop signal its runs watch (the worker sets it when a stop arrives)
+        self.cancel = cancel if cancel is not None else CancelToken()
         self._adapter_factory: AdapterFactory | None = None
         self._channel_factory: ChannelFactory | None = None
         self.on_channel_error: Callable[[BaseException], None] | None = None
@@ -180,7 +184,7 @@ class Agent:
         return datetime.now(UTC) + timedelta(seconds=self.lease_seconds)
 
     def _loop(self, record: RunRecord) -> RunLoop:
-        return RunLoop(self.spec, self.store, record, self.lease_seconds)
+        return RunLoop(self.spec, self.store, record, self.lease_seconds, self.cancel)
 
     def _segment(self, admit: Callable[[], tuple[RunLoop, bool]]) -> Segment:
         return run_segment(

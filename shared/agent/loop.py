@@ -7,18 +7,27 @@ result is written as soon as it returns: a retry never executes it again. Before
 runs, the call is marked started (a fenced write, so an executor that lost the run
 never starts a tool); a recovery that finds a started call without a result re-runs it
 only if the tool is declared idempotent, else settles it with ``INTERRUPTED_ERROR``.
+
+A stop (``Store.request_stop``; the worker sets the loop's ``CancelToken`` when it
+hears of one) is noticed at the next model delta, before each model call and between
+tools: the loop closes the model stream, keeps the partial answer marked ``stopped``,
+settles every open call as stopped and writes the run ``cancelled`` in one write.
+A backend tool already running finishes first, unless it watches ``current_cancel()``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared import batch as batches
 from shared.agent.spec import AgentSpec
+from shared.cancel import CancelToken
 from shared.chunks import (
     ReasoningChunk,
     TextChunk,
@@ -39,6 +48,7 @@ from shared.jsonutil import dumps
 from shared.messages import Message, ToolCallPart, new_id
 from shared.persistence.store import UNCHANGED, RunRecord, Store, Unchanged
 from shared.providers.base import (
+    ModelDelta,
     ModelRequest,
     ReasoningDelta,
     TextDelta,
@@ -55,7 +65,7 @@ from shared.records import (
     RunStatus,
 )
 from shared.texts import RUN_FAILED
-from shared.tools import AnyTool
+from shared.tools import AnyTool, cancel_scope
 
 Item = Any  # a chunk or a portable event
 
@@ -66,13 +76,23 @@ INTERRUPTED_ERROR = "The tool was interrupted; it may or may not have taken effe
 class RunLoop:
     """Advances one run. ``record`` is always the newest version this process wrote."""
 
-    def __init__(self, spec: AgentSpec, store: Store, record: RunRecord, lease_seconds: float):
+    def __init__(
+        self,
+        spec: AgentSpec,
+        store: Store,
+        record: RunRecord,
+        lease_seconds: float,
+        cancel: CancelToken | None = None,
+    ):
         self.spec = spec
         self.store = store
         self.record = record
         self.lease_seconds = lease_seconds
         self.tools: dict[str, AnyTool] = spec.tool_map(batches.dynamic_tools(record.start))
         self.last_text: str | None = None
+        self._answer: tuple[str, list[str], list[str], dict[str, Any]] = ("", [], [], {})
+        #: set from another thread when a stop arrives; ``stopping`` also reads the record
+        self.cancel = cancel if cancel is not None else CancelToken()
 
     # persistence ---------------------------------------------------------------
 
@@ -117,11 +137,53 @@ class RunLoop:
 
     # the loop ------------------------------------------------------------------
 
+    def stopping(self) -> bool:
+        """Whether a stop was asked for: the token, or the durable record (a stop the
+        worker's watcher missed, or one asked for before this process took the run)."""
+        if self.cancel.is_set():
+            return True
+        if self.record.stop_requested is not None or self.store.stop_requested(
+            self.record.thread_id, self.record.run_id
+        ):
+            self.cancel.set()
+            return True
+        return False
+
+    def stop(self, partial: Message | None = None) -> RunRecord:
+        """End the run as ``cancelled`` in one write: the partial answer (marked
+        ``stopped``) and, when a tool batch is open, its tool message with every call
+        that has no outcome settled as stopped."""
+        append: list[Message] = []
+        if partial is not None and (partial.text or partial.reasoning):
+            append.append(partial)
+        accepted = self.record.accepted
+        batch = self.record.checkpoint.get("batch")
+        if batch is not None:
+            accepted = batches.stopped(batch, accepted)
+            append.append(batches.tool_message(batch, accepted))
+        checkpoint: Checkpoint = {**self.record.checkpoint, "batch": None, "toolStarted": None}
+        return self.write(
+            append,
+            status="cancelled",
+            interrupt=None,
+            accepted=accepted,
+            checkpoint=checkpoint,
+            lease_expires_at=None,
+        )
+
+    def _cancelled(self) -> bool:
+        # A method, not an inline test: a step may have written the record meanwhile.
+        return self.record.status == "cancelled"
+
     def advance(self) -> Generator[Item, None, RunRecord]:
         while True:
+            if self._cancelled():
+                return self.record  # stopped mid-step (``_infer`` or ``_settle``)
+            if self.stopping():
+                return self.stop()
             if self.record.checkpoint.get("batch") is not None:
                 yield from self._settle()
-                if self.record.status == "suspended":
+                if self.record.status in ("suspended", "cancelled"):
                     return self.record
                 if self.record.checkpoint.get("stopAfterBatch"):
                     checkpoint: Checkpoint = {**self.record.checkpoint, "stopAfterBatch": False}
@@ -139,6 +201,8 @@ class RunLoop:
                     "without finishing the turn."
                 )
             yield from self._infer(calls + 1)
+            if self._cancelled():
+                return self.record
             if self.record.checkpoint.get("batch") is None:
                 return self.write(status="completed", interrupt=None, lease_expires_at=None)
 
@@ -151,15 +215,26 @@ class RunLoop:
             tools=tuple(
                 ToolSchema(t.name, t.description, t.input_schema) for t in self.tools.values()
             ),
+            cancel=self.cancel,
         )
         yield StepStarted("model", {"step": step})
         try:
             assistant, calls = yield from self._respond(request, message_id)
         except Exception:
-            # Close the step the client saw open, then fail the run with the error.
-            yield StepFinished("model", {"step": step, "failed": True})
-            raise
+            if self.cancel.is_set():  # the stop closed the stream: not a failure
+                assistant, calls = self._partial(), []
+            else:
+                # Close the step the client saw open, then fail the run with the error.
+                yield StepFinished("model", {"step": step, "failed": True})
+                raise
         self.last_text = assistant.text
+        if self.cancel.is_set():
+            stopped = dataclasses.replace(
+                assistant, tool_calls=(), meta={**assistant.meta, "stopped": True}
+            )
+            self.stop(stopped)
+            yield StepFinished("model", {"step": step, "stopped": True})
+            return
         checkpoint: Checkpoint = {**self.record.checkpoint, "modelCalls": step, "batch": None}
         if calls:
             checkpoint["batch"] = {
@@ -180,7 +255,11 @@ class RunLoop:
         reasoning: list[str] = []
         pieces: dict[int, dict[str, Any]] = {}
         meta: dict[str, Any] = {}
-        for delta in self.spec.provider.stream(request):
+        #: what the answer holds so far, for a stop that closes the stream mid-way
+        self._answer = (message_id, text, reasoning, meta)
+        if self.stopping():  # asked for since the step began: no model call at all
+            return self._partial(), []
+        for delta in _until_cancelled(self.spec.provider.stream(request), self.cancel):
             if isinstance(delta, TextDelta) and delta.text:
                 text.append(delta.text)
                 yield TextChunk(message_id, delta.text)
@@ -199,6 +278,8 @@ class RunLoop:
                     )
             elif isinstance(delta, Usage):
                 meta["usage"] = {"input": delta.input_tokens, "output": delta.output_tokens}
+        if self.cancel.is_set():
+            return self._partial(), []
         calls = [self._call(pieces[i]) for i in sorted(pieces)]
         assistant = Message(
             id=message_id,
@@ -209,6 +290,17 @@ class RunLoop:
             meta=meta,
         )
         return assistant, calls
+
+    def _partial(self) -> Message:
+        """The answer streamed so far, without its unfinished tool calls."""
+        message_id, text, reasoning, meta = self._answer
+        return Message(
+            id=message_id,
+            role="assistant",
+            text="".join(text),
+            reasoning="".join(reasoning),
+            meta=meta,
+        )
 
     def _call(self, piece: dict[str, Any]) -> CallJSON:
         name = piece["name"]
@@ -239,6 +331,9 @@ class RunLoop:
             self._suspend(ApprovalRequest.event_name, batch)
             return
         for call in batches.unexecuted_backend(batch, self.record.accepted):
+            if self.stopping():
+                self.stop()  # between tools: the calls not yet run are settled as stopped
+                return
             yield from self._execute(call)
         if batches.pending_frontend(batch, self.record.accepted):
             expires = batch.get("waitExpiresAt")
@@ -272,7 +367,8 @@ class RunLoop:
             try:
                 if tool is None:
                     raise LookupError(f"Tool '{call['name']}' is not available on this server.")
-                entry = {"result": _result_text(tool.execute(call["inputs"]))}
+                with cancel_scope(self.cancel):
+                    entry = {"result": _result_text(tool.execute(call["inputs"]))}
             except Exception as exc:  # a tool's failure is the model's to handle
                 entry = {"error": f"{type(exc).__name__}: {exc}"}
         elapsed = round((time.perf_counter() - started) * 1000)
@@ -302,6 +398,23 @@ class RunLoop:
             interrupt=request.to_json(),
             lease_expires_at=None,
         )
+
+
+def _until_cancelled(
+    deltas: Iterator[ModelDelta], cancel: CancelToken
+) -> Generator[ModelDelta, None, None]:
+    """The provider's deltas until the token is set; then the provider's stream is
+    closed at once (a generator provider's ``finally`` runs, its response is released)."""
+    try:
+        for delta in deltas:
+            if cancel.is_set():
+                return
+            yield delta
+    finally:
+        close = getattr(deltas, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
 
 
 def _result_text(value: Any) -> Any:

@@ -97,6 +97,12 @@ def run_segment(
             yield from out(adapter.end())
         if channel is not None:
             channel.completed(state, thread_id)
+    elif state.status == "cancelled":
+        # The protocol's own "stopped" frames; for the transport the segment completed.
+        if adapter is not None:
+            yield from out(adapter.stopped())
+        if channel is not None:
+            channel.completed(state, thread_id)
     elif state.interrupt is not None:
         if adapter is not None:
             yield from out(adapter.interrupt(state.interrupt))

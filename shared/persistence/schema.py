@@ -48,4 +48,7 @@ runs = sa.Table(
     sa.Column("lease_expires_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("created", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated", sa.DateTime(timezone=True), nullable=False),
+    # When a stop was asked for. Outside the compare-and-set on ``version`` (the web sets
+    # it while a worker writes the run), so a worker's write never clears it.
+    sa.Column("stop_requested", sa.DateTime(timezone=True), nullable=True),
 )

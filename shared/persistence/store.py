@@ -77,6 +77,8 @@ class RunRecord:
     error: str | None
     lease_expires_at: datetime | None
     updated: datetime
+    #: when a stop was asked for (set by ``request_stop``, outside the version check)
+    stop_requested: datetime | None = None
 
 
 class Store:
@@ -286,6 +288,7 @@ class Store:
                 record.lease_expires_at if lease_expires_at is UNCHANGED else lease_expires_at
             ),
             updated=utcnow(),
+            stop_requested=record.stop_requested,
         )
         with self.engine.begin() as conn:
             moved = conn.execute(
@@ -304,6 +307,34 @@ class Store:
                 )
             _append(conn, record.thread_id, append)
         return updated
+
+    def request_stop(self, thread_id: str, run_id: str) -> RunRecord | None:
+        """Record that a person asked to stop the run, when it is active; the run as it
+        stands after (None when it does not exist). Idempotent: the first time is kept.
+        Touches neither ``version`` nor any field a worker writes, so it never fences
+        out the worker that will act on it."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                runs.update()
+                .where(
+                    runs.c.thread_id == thread_id,
+                    runs.c.run_id == run_id,
+                    runs.c.status.in_(ACTIVE),
+                    runs.c.stop_requested.is_(None),
+                )
+                .values(stop_requested=utcnow())
+            )
+            return _run(conn, thread_id, run_id)
+
+    def stop_requested(self, thread_id: str, run_id: str) -> bool:
+        """Whether a stop was asked for the run (one indexed read of one column)."""
+        with self.engine.connect() as conn:
+            moment = conn.execute(
+                sa.select(runs.c.stop_requested).where(
+                    runs.c.thread_id == thread_id, runs.c.run_id == run_id
+                )
+            ).scalar()
+        return moment is not None
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -341,6 +372,7 @@ def _run_record(row: sa.Row[Any]) -> RunRecord:
         error=row.error,
         lease_expires_at=_aware(row.lease_expires_at),
         updated=_aware(row.updated) or utcnow(),
+        stop_requested=_aware(row.stop_requested),
     )
 
 

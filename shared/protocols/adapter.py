@@ -1,8 +1,9 @@
 """The stream adapter contract (docs/reference/neuron-streaming-spec.md section 5.1).
 
 An adapter turns what the loop yields into ProtocolEvents, and frames a segment:
-``start()``, then exactly one terminal: ``end()``, ``interrupt(request)`` or
-``error(exc)``. One instance serves one segment; after a terminal it emits nothing.
+``start()``, then exactly one terminal: ``end()``, ``interrupt(request)``,
+``stopped()`` (a person stopped the run) or ``error(exc)``. One instance serves one
+segment; after a terminal it emits nothing.
 """
 
 from __future__ import annotations
@@ -95,6 +96,12 @@ class StreamAdapter:
         self._done = True
         return self.on_interrupt(request)
 
+    def stopped(self) -> list[ProtocolEvent]:
+        if self._done:
+            return []
+        self._done = True
+        return self.on_stopped()
+
     def error(self, exc: BaseException) -> list[ProtocolEvent]:
         if self._done:
             return []
@@ -125,6 +132,11 @@ class StreamAdapter:
 
     def on_interrupt(self, request: InterruptRequest) -> list[ProtocolEvent]:
         return []
+
+    def on_stopped(self) -> list[ProtocolEvent]:
+        """A stopped run closes what is open and ends as the protocol says stopped; by
+        default as a completed one."""
+        return self.on_end()
 
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
         return []

@@ -79,20 +79,23 @@ class ScriptedProvider:
                 f"The script rule {rule.pattern.pattern!r} has {len(rule.steps)} step(s); "
                 f"the model was called for step {step_index + 1}."
             )
-        yield from self._play(rule.steps[step_index], request.messages, user_text)
+        yield from self._play(rule.steps[step_index], request, user_text)
 
     def _play(
-        self, step: Mapping[str, Any], messages: tuple[Message, ...], user_text: str
+        self, step: Mapping[str, Any], request: ModelRequest, user_text: str
     ) -> Iterator[ModelDelta]:
+        messages = request.messages
+        # A stopped run wakes the scripted model at once, as closing a real response does.
+        wait = request.cancel.wait if request.cancel is not None else time.sleep
         if step.get("delay_ms"):
-            time.sleep(step["delay_ms"] / 1000)
+            wait(step["delay_ms"] / 1000)
         pause = step.get("chunk_delay_ms", 0) / 1000
         for key, delta_type in (("reasoning", ReasoningDelta), ("text", TextDelta)):
             if key in step:
                 text = _render(step[key], messages, user_text)
                 for start in range(0, len(text), self.chunk_size):
                     if pause:
-                        time.sleep(pause)
+                        wait(pause)
                     yield delta_type(text[start : start + self.chunk_size])
         if "error" in step:
             raise ProviderError(str(step["error"]))

@@ -51,7 +51,17 @@ class CountingProvider:
                     os.kill(os.getppid(), signal.SIGKILL)
                 os.kill(os.getpid(), signal.SIGKILL)
         bump(self.counts, "model")
-        yield from self.inner.stream(request)
+        # Every delta handed to the loop, and whether the loop closed the stream early:
+        # what a stopped run's test reads to see the model call end.
+        finished = False
+        try:
+            for delta in self.inner.stream(request):
+                bump(self.counts, "model.delta")
+                yield delta
+            finished = True
+        finally:
+            if not finished:
+                bump(self.counts, "model.closed")
 
 
 def bump(counts: Path, name: str) -> None:
@@ -120,6 +130,10 @@ BATCH_SCRIPT: dict[str, Any] = {
         {
             "match": "(?i)pause",
             "steps": [{"delay_ms": 700, "text": "Back after a pause."}],
+        },
+        {
+            "match": "(?i)story",
+            "steps": [{"chunk_delay_ms": 50, "text": "Once upon a time, " * 200}],
         },
         {
             "match": "(?i)slow",

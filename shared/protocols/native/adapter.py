@@ -50,6 +50,9 @@ class NativeAdapter(StreamAdapter):
     def on_interrupt(self, request: InterruptRequest) -> list[ProtocolEvent]:
         return [ProtocolEvent("interrupt", {"request": request.to_json()})]
 
+    def on_stopped(self) -> list[ProtocolEvent]:
+        return [ProtocolEvent("cancelled", {"reason": "user"})]
+
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
         message, code = self.wire_error(exc)
         data = {"message": message} if code is None else {"message": message, "code": code}

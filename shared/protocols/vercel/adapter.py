@@ -228,6 +228,13 @@ class VercelAIAdapter(StreamAdapter):
             events.append(_event("finish-step"))
         return [*events, _event("finish")]
 
+    def on_stopped(self) -> list[ProtocolEvent]:
+        # The AI SDK's own ending of an aborted stream: open parts closed, then ``abort``.
+        events = self._start(None) + self._close()
+        if self._step_started:
+            events.append(_event("finish-step"))
+        return [*events, _event("abort", reason="user")]
+
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
         return [*self._close(), _event("error", errorText=self.wire_error(exc)[0])]
 

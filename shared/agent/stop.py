@@ -1,0 +1,76 @@
+"""Stopping a thread's run on a person's request, from any process.
+
+A running run is stopped by its executor: the request is recorded on the run
+(``Store.request_stop``) and the caller wakes the worker (``worker.stops``); the loop
+ends the run ``cancelled`` at its next delta, model call or tool boundary. A suspended
+run has no executor, so it is settled here: every call it waits on is answered as
+stopped and the run is written ``cancelled`` in one compare-and-set. Either way the
+thread takes the next turn as soon as the run is ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from shared import batch as batches
+from shared.errors import ConflictError
+from shared.persistence.store import RunRecord, Store
+from shared.records import Checkpoint, RunStatus
+
+#: bound on compare-and-set retries when the run moves while it is being stopped
+_ATTEMPTS = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class StopOutcome:
+    """``stopped``: the run was active and is stopped or stopping now (False: there was
+    nothing to stop). ``status`` is the run's status after the request (None: no run);
+    ``running``: its executor still has to act on the request, so its stream ends
+    shortly with the protocol's own "stopped" frames."""
+
+    stopped: bool
+    run_id: str | None
+    status: RunStatus | None
+    running: bool
+
+
+def stop_thread(store: Store, thread_id: str) -> StopOutcome:
+    """Stop the thread's current run; idempotent (a finished run answers False)."""
+    for _ in range(_ATTEMPTS):
+        record = store.current_run(thread_id)
+        if record is None:
+            return StopOutcome(False, None, None, False)
+        if record.status == "running":
+            stopped = store.request_stop(thread_id, record.run_id)
+            if stopped is not None and stopped.status == "running":
+                return StopOutcome(True, record.run_id, "running", True)
+            continue  # it ended or suspended meanwhile: look again
+        if record.status != "suspended":
+            return StopOutcome(False, record.run_id, record.status, False)
+        try:
+            cancelled = cancel_suspended(store, record)
+        except ConflictError:
+            continue  # answered or expired meanwhile: look again
+        return StopOutcome(True, cancelled.run_id, cancelled.status, False)
+    raise ConflictError(f"The run of thread '{thread_id}' kept changing; retry the stop.")
+
+
+def cancel_suspended(store: Store, record: RunRecord) -> RunRecord:
+    """Settle a suspended run's open calls as stopped and write it ``cancelled``."""
+    batch = record.checkpoint.get("batch")
+    accepted = record.accepted
+    append = []
+    if batch is not None:
+        accepted = batches.stopped(batch, accepted)
+        append.append(batches.tool_message(batch, accepted))
+    checkpoint: Checkpoint = {**record.checkpoint, "batch": None}
+    store.request_stop(record.thread_id, record.run_id)
+    return store.write_run(
+        record,
+        append=append,
+        status="cancelled",
+        interrupt=None,
+        accepted=accepted,
+        checkpoint=checkpoint,
+        lease_expires_at=None,
+    )

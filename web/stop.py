@@ -1,0 +1,120 @@
+"""Stop a thread's run: the routes of every client family and the disconnect policy.
+
+- native ``POST /api/threads/<id>/cancel`` answers ``{threadId, stopped, runId, status}``;
+- Vercel ``POST /api/chat/<id>/stop`` (the endpoint the AI SDK's docs ask for) takes
+  ``{activeStreamId?, assistantMessage?}`` and answers ``{success: true, stopped}``;
+  an ``activeStreamId`` that no longer names the chat's running segment stops nothing
+  (a late Stop must never end a newer answer); the worker keeps the partial answer, so
+  ``assistantMessage`` is not needed and is ignored;
+- CopilotKit ``POST /agent/<agentId>/stop/<threadId>`` and ``POST /agui/stop/<threadId>``
+  answer as CopilotKit's runtime does: ``{stopped: true, interrupt: {type: "RUN_ERROR",
+  message: "Run stopped by user", code: "STOPPED"}}`` or ``{stopped: false, message}``.
+
+Every route is authorized like the others: an unknown or foreign thread is a 404.
+Stopping a finished run changes nothing and answers ``stopped: false``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from flask import Blueprint, Response, jsonify, request
+from redis.exceptions import RedisError
+from werkzeug.exceptions import BadRequest
+
+from channels.log import active_segment
+from channels.stops import announce_stop
+from shared.agent.stop import StopOutcome, stop_thread
+from shared.jobs import DEFAULT_AGENT
+from web.auth import current_user, thread_for
+from web.bounds import MAX_ID_CHARS, json_body
+from web.services import Services, services
+
+logger = logging.getLogger("relayline.web")
+
+bp = Blueprint("stop", __name__)
+
+#: what a client may ask a dropped connection to do (``?onDisconnect=``)
+DisconnectPolicy = Literal["continue", "cancel"]
+
+
+def stop(svc: Services, thread_id: str) -> StopOutcome:
+    """Stop the thread's run (already authorized) and wake its worker."""
+    outcome = stop_thread(svc.store, thread_id)
+    if outcome.running and outcome.run_id is not None:
+        try:
+            announce_stop(svc.redis, outcome.run_id)
+        except RedisError as exc:
+            # Recorded all the same: the loop reads the record before each model call
+            # and tool, so the stop lands later instead of within a round trip.
+            logger.warning("could not announce the stop of run %s: %s", outcome.run_id, exc)
+    return outcome
+
+
+def disconnect_policy(forwarded: object = None) -> DisconnectPolicy:
+    """``?onDisconnect=`` (or AG-UI ``forwardedProps.onDisconnect``): ``continue`` (the
+    default, so a reload resumes the run) or ``cancel`` (a dropped connection stops it)."""
+    raw = request.args.get("onDisconnect")
+    if raw is None and isinstance(forwarded, dict):
+        raw = forwarded.get("onDisconnect", forwarded.get("on_disconnect"))
+    if raw is None:
+        return "continue"
+    if raw not in ("continue", "cancel"):
+        raise BadRequest("'onDisconnect' must be 'continue' or 'cancel'.")
+    return "cancel" if raw == "cancel" else "continue"
+
+
+@bp.post("/api/threads/<thread_id>/cancel")
+def cancel_native(thread_id: str) -> Response:
+    thread_for(thread_id, current_user(), must_exist=True)
+    outcome = stop(services(), thread_id)
+    return jsonify(
+        {
+            "threadId": thread_id,
+            "stopped": outcome.stopped,
+            "runId": outcome.run_id,
+            "status": outcome.status,
+        }
+    )
+
+
+@bp.post("/api/chat/<thread_id>/stop")
+def stop_chat(thread_id: str) -> Response:
+    thread_for(thread_id, current_user(), must_exist=True)
+    body = json_body() if request.get_data() else {}
+    stream_id = body.get("activeStreamId")
+    if stream_id is not None and (not isinstance(stream_id, str) or len(stream_id) > MAX_ID_CHARS):
+        raise BadRequest(f"'activeStreamId' must be a string of at most {MAX_ID_CHARS} characters.")
+    svc = services()
+    if stream_id is not None and not _is_active(svc, thread_id, stream_id):
+        return jsonify({"success": True, "stopped": False})
+    return jsonify({"success": True, "stopped": stop(svc, thread_id).stopped})
+
+
+def _is_active(svc: Services, thread_id: str, stream_id: str) -> bool:
+    active = active_segment(svc.redis, thread_id)
+    return active is not None and active.stream_id == stream_id
+
+
+@bp.post("/agui/stop/<thread_id>")
+def stop_agui(thread_id: str) -> Response:
+    return stop_agent(DEFAULT_AGENT, thread_id)
+
+
+@bp.post("/agent/<agent_id>/stop/<thread_id>")
+def stop_agent(agent_id: str, thread_id: str) -> Response:
+    svc = services()
+    if agent_id not in svc.registry:
+        return _json({"error": "Agent not found"}, 404)
+    thread_for(thread_id, current_user(), must_exist=True)
+    if not stop(svc, thread_id).stopped:
+        return jsonify({"stopped": False, "message": f"No active run for thread '{thread_id}'."})
+    interrupt = {"type": "RUN_ERROR", "message": "Run stopped by user", "code": "STOPPED"}
+    return jsonify({"stopped": True, "interrupt": interrupt})
+
+
+def _json(body: dict[str, object], status: int) -> Response:
+    response = jsonify(body)
+    response.status_code = status
+    return response
