@@ -160,9 +160,11 @@ class ThreadPayload(TypedDict):
     interrupts: list[InterruptJSON]
     status: RunStatus | None
     before: str | None
+    #: ids of the answers on the page that a person stopped before they finished
+    stopped: list[str]
 
 
-_REPORTED_STATUSES = ("suspended", "running", "failed")
+_REPORTED_STATUSES = ("suspended", "running", "failed", "cancelled")
 
 
 def agui_thread_payload(
@@ -173,11 +175,13 @@ def agui_thread_payload(
     *,
     redact: Redact | None = None,
 ) -> ThreadPayload:
-    """The body of ``GET /agui/threads/<id>``: ``{messages, interrupts, status, before}``.
+    """The body of ``GET /agui/threads/<id>``: ``{messages, interrupts, status, before,
+    stopped}``.
 
     ``status`` is the current run's status while it matters to the UI (suspended,
-    running, failed), else None; ``before`` is the stored id to page back from, or None
-    when nothing is older. Page with stored ids only: derived ids (``result_…``,
+    running, failed, cancelled), else None; ``stopped`` lists the answers a person
+    stopped (AG-UI messages have no field for it); ``before`` is the stored id to page
+    back from, or None when nothing is older. Page with stored ids only: derived ids (``result_…``,
     ``reasoning_…``) name no stored message.
     """
     run = store.current_run(thread_id)
@@ -192,6 +196,7 @@ def agui_thread_payload(
         "interrupts": hydrated["interrupts"],
         "status": run.status if run is not None and run.status in _REPORTED_STATUSES else None,
         "before": page[0].id if older else None,
+        "stopped": [m.id for m in page if m.role == "assistant" and m.meta.get("stopped")],
     }
 
 

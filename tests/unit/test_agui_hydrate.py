@@ -40,7 +40,7 @@ def test_reload_during_approval_equals_the_live_snapshot(
     live = {"messages": snapshot["messages"], "interrupts": wire[-1]["outcome"]["interrupts"]}
     assert AGUIAdapter.hydrate(agent.history(), agent.inspect()) == live
     payload = agui_thread_payload(sqlite_store, "appr")
-    assert payload == {**live, "status": "suspended", "before": None}
+    assert payload == {**live, "status": "suspended", "before": None, "stopped": []}
     # The reloaded confirmation ids resume the run in any process.
     ids = [i["id"] for i in payload["interrupts"]]
     assert ids == ["call_d"]
@@ -164,6 +164,7 @@ def test_the_question_of_a_failed_first_inference_is_shown(sqlite_store: Store) 
         "interrupts": [],
         "status": "failed",
         "before": None,
+        "stopped": [],
     }
 
 
@@ -225,7 +226,13 @@ def test_text_stays_a_string(sqlite_store: Store, tmp_path: Path) -> None:
 def test_status_is_null_without_a_run_or_after_completion(
     sqlite_store: Store, tmp_path: Path
 ) -> None:
-    empty: dict[str, Any] = {"messages": [], "interrupts": [], "status": None, "before": None}
+    empty: dict[str, Any] = {
+        "messages": [],
+        "interrupts": [],
+        "status": None,
+        "before": None,
+        "stopped": [],
+    }
     assert agui_thread_payload(sqlite_store, "nobody") == empty
     Agent("fine", build_spec(tmp_path), sqlite_store).run("Hello")
     payload = agui_thread_payload(sqlite_store, "fine")

@@ -65,6 +65,12 @@ class BlockingProvider:
             unregister()
 
 
+def _set_after(event: threading.Event, token: CancelToken) -> None:
+    """Stop from another thread, as the worker's watcher does, once ``event`` is set."""
+    if event.wait(10):
+        token.set()
+
+
 def test_stop_mid_answer_keeps_the_partial_answer_marked_stopped(sqlite_store: Store) -> None:
     provider = ClosingProvider()
     token = CancelToken()
@@ -110,7 +116,7 @@ def test_a_provider_blocked_on_the_model_is_released_by_the_cancel_callback(
     provider = BlockingProvider()
     token = CancelToken()
     agent = Agent("stop-blocked", AgentSpec(provider=provider), sqlite_store, cancel=token)
-    stopper = threading.Thread(target=lambda: provider.first.wait(10) and token.set())
+    stopper = threading.Thread(target=_set_after, args=(provider.first, token))
     stopper.start()
     state = agent.run("go")
     stopper.join()
@@ -163,7 +169,7 @@ def test_a_tool_that_watches_current_cancel_ends_with_the_stop(sqlite_store: Sto
     }
     spec = AgentSpec(provider=ScriptedProvider(script), tools=[long_job])
     agent = Agent("stop-tool", spec, sqlite_store, cancel=token)
-    stopper = threading.Thread(target=lambda: entered.wait(10) and token.set())
+    stopper = threading.Thread(target=_set_after, args=(entered, token))
     stopper.start()
     state = agent.run("go")
     stopper.join()

@@ -77,6 +77,8 @@ def ui_messages(
                 out.append(current)
             elif parts:  # the live stream opens a step only when the inference emits
                 current["parts"] += [{"type": "step-start"}, *parts]
+            if message.meta.get("stopped") is True:
+                current["metadata"] = {"stopped": True}
     return out
 
 

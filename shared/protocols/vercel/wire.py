@@ -32,7 +32,13 @@ class UIPartJSON(TypedDict, total=False):
     approval: ApprovalJSON
 
 
+class UIMessageMetadataJSON(TypedDict, total=False):
+    #: a person stopped the answer before it finished (what it holds is partial)
+    stopped: bool
+
+
 class UIMessageJSON(TypedDict):
     id: str
     role: Literal["user", "assistant", "system"]
     parts: list[UIPartJSON]
+    metadata: NotRequired[UIMessageMetadataJSON]
