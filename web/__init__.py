@@ -7,7 +7,7 @@ from typing import Any
 from flask import Flask
 
 from shared.settings import Settings
-from web import agui, demo, errors, health, native, push, stop, vercel
+from web import agui, demo, errors, health, native, push, stop, threads, vercel
 from web.services import Services
 
 #: request bodies above this many bytes are refused with 413
@@ -23,6 +23,15 @@ def create_app(
         app.config.update(test_config)
     Services.build(settings or Settings.from_env()).init_app(app)
     errors.init_app(app)
-    for blueprint in (health.bp, agui.bp, vercel.bp, native.bp, stop.bp, push.bp, demo.bp):
+    for blueprint in (
+        health.bp,
+        agui.bp,
+        vercel.bp,
+        native.bp,
+        stop.bp,
+        threads.bp,
+        push.bp,
+        demo.bp,
+    ):
         app.register_blueprint(blueprint)
     return app
