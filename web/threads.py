@@ -16,6 +16,7 @@ from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
 from channels.log import forget_thread
+from channels.turns import drop_queue
 from shared.agent.stop import wait_stopped
 from shared.persistence.store import ThreadSummary
 from web.auth import current_user, thread_for
@@ -55,6 +56,7 @@ def delete_thread(thread_id: str) -> Response:
         wait_stopped(svc.store, thread_id, outcome.run_id, STOP_WAIT_SECONDS)
     svc.store.delete_thread(thread_id)
     try:
+        drop_queue(svc.redis, thread_id)  # queued turns die with their thread
         forget_thread(svc.redis, thread_id)
     except RedisError as exc:
         # The logs expire on their own within the retention; the thread is gone already.

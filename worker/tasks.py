@@ -24,7 +24,9 @@ import redis
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
+from channels.log import LogLimits
 from channels.stops import process_watcher
+from channels.turns import queued, release_next
 from shared.agent import Agent, Continuation
 from shared.agent.agent import Segment
 from shared.agent.segment import drain
@@ -59,6 +61,7 @@ from shared.jobs import (
 from shared.messages import Message
 from shared.protocols import adapter_factory, failure_frames
 from shared.protocols.agui.seed import agui_seed
+from shared.records import ACTIVE_STATUSES
 from shared.tools import redactions
 from worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
 from worker.guard import GuardedRequest
@@ -148,8 +151,29 @@ def _execute(
             return "held elsewhere"  # the same job: its holder serves this target and stream
         _publish_failure(res, with_segment(job, res.redis), ELSEWHERE)
         return "held elsewhere"
-    with _heartbeat(res, job, take=not alive):
-        return _execute_beating(task, res, with_segment(job, res.redis), build)
+    try:
+        with _heartbeat(res, job, take=not alive):
+            return _execute_beating(task, res, with_segment(job, res.redis), build)
+    finally:
+        _release_queued(res, job.thread_id)
+
+
+def _release_queued(res: Resources, thread_id: str) -> None:
+    """Start the thread's next queued turn (double texting) once its run has ended."""
+    try:
+        if not queued(res.redis, thread_id):
+            return  # the common case: one Redis read, no database read
+        record = res.store.current_run(thread_id)
+        if record is not None and record.status in ACTIVE_STATUSES:
+            return
+        release_next(res.redis, thread_id, LogLimits.from_settings(res.settings), _send_by_name)
+    except Exception:  # the turn stays queued; the next run's end releases it
+        logger.exception("could not release the queued turn of thread %s", thread_id)
+
+
+def _send_by_name(task: str, job: TurnJobJSON) -> None:
+    shown = f"{{'job': <{task} thread={job['threadId']} run={job['runId']}>}}"
+    app.send_task(task, kwargs={"job": job}, argsrepr="()", kwargsrepr=shown)
 
 
 def _holder_alive(res: Resources, run_id: str) -> bool:
@@ -276,8 +300,11 @@ def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
     """Settles the wait's pending calls with timeout errors, unless the run moved on."""
     expiry = ExpireJob.from_json(job)
     res = resources()
-    with _heartbeat(res, expiry, take=not _holder_alive(res, expiry.run_id)):
-        return _expire(self, res, with_segment(expiry, res.redis))
+    try:
+        with _heartbeat(res, expiry, take=not _holder_alive(res, expiry.run_id)):
+            return _expire(self, res, with_segment(expiry, res.redis))
+    finally:
+        _release_queued(res, expiry.thread_id)
 
 
 def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:
