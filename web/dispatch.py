@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Literal
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, current_app, jsonify, request, url_for
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
@@ -108,7 +108,14 @@ def _send(job: TurnJob | ContinueJob) -> str:
     # client's seed) into the message headers for monitors and logs: it costs a
     # quarter of send_task's time and shows user text to every log reader.
     shown = f"{{'job': <{task} thread={job.thread_id} run={job.run_id}>}}"
-    svc.celery.send_task(task, kwargs={"job": job.to_json()}, argsrepr="()", kwargsrepr=shown)
+    svc.celery.send_task(
+        task,
+        kwargs={"job": job.to_json()},
+        # RELAYLINE_QUEUE routes turns to dedicated workers; None: Celery's default queue.
+        queue=svc.settings.queue,
+        argsrepr="()",
+        kwargsrepr=shown,
+    )
     return stream_id
 
 
@@ -120,7 +127,7 @@ def _pusher_where(thread_id: str) -> dict[str, str]:
     return {
         "channel": thread_channel(thread_id, encrypted=pusher.encrypted),
         "key": pusher.key,
-        "authEndpoint": "/pusher/auth",
+        "authEndpoint": url_for("relayline.push.pusher_auth"),
     }
 
 
@@ -132,7 +139,9 @@ def _mercure_where(thread_id: str) -> dict[str, str]:
     return {
         "hubUrl": settings.mercure.hub_url,
         "topic": thread_topic(settings.public_url, thread_id),
-        "tokenEndpoint": f"/mercure/token?threadId={thread_id}",
+        # The topic is an identifier the worker builds too (from RELAYLINE_PUBLIC_URL
+        # alone): it does not move with the mount point, the token endpoint does.
+        "tokenEndpoint": url_for("relayline.push.mercure_token", threadId=thread_id),
     }
 
 
