@@ -107,10 +107,8 @@ class JWTSettings:
             )
         if self.secret is not None and len(self.secret) < MIN_SECRET_LENGTH:
             return f"RELAYLINE_JWT_SECRET must be at least {MIN_SECRET_LENGTH} characters."
-        hmac = {a for a in self.accepted_algorithms if a.startswith("HS")}
-        if (self.jwks_url is not None and hmac) or (
-            self.secret is not None and hmac != set(self.accepted_algorithms)
-        ):
+        # Every algorithm is HMAC with a secret, and none is with a key set.
+        if {a.startswith("HS") for a in self.accepted_algorithms} != {self.secret is not None}:
             return "RELAYLINE_JWT_ALGORITHMS: HS* goes with a secret, RS*/ES* with a JWKS URL."
         return None
 
