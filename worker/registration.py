@@ -22,6 +22,7 @@ from typing import Any
 from celery import Celery, Task
 
 from shared.settings import Settings
+from worker import runlog  # noqa: F401  (connects the run log to every task)
 from worker.app import TASK_SOFT_TIME_LIMIT, TASK_TIME_LIMIT, VISIBILITY_TIMEOUT, app
 from worker.guard import GuardedRequest
 

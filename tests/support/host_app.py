@@ -21,12 +21,14 @@ from tests.support.stack import ROOT
 class HostWorker:
     """``celery -A <module> worker -Q <queues>``: the host's worker, not relayline's."""
 
-    def __init__(self, module: str, queues: str, env: dict[str, str], log: Path) -> None:
+    def __init__(
+        self, module: str, queues: str, env: dict[str, str], log: Path, loglevel: str = "INFO"
+    ) -> None:
         """``env`` over this process's environment."""
         self.log = log
         self._handle = log.open("w")
         command = [sys.executable, "-m", "celery", "-A", module, "worker", "-Q", queues]
-        command += ["-c", "1", "--loglevel", "INFO", "--without-gossip", "--without-mingle"]
+        command += ["-c", "1", "--loglevel", loglevel, "--without-gossip", "--without-mingle"]
         self.process = subprocess.Popen(
             command,
             cwd=ROOT,
