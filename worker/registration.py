@@ -81,6 +81,9 @@ def _declare(celery_app: Celery, name: str, body: TaskBody, queue: str | None) -
         time_limit=TASK_TIME_LIMIT,
         ignore_result=True,
         serializer="json",
+        # Not Celery's default "shared": a shared task lands on every app of the process
+        # (the web's client too) as it was declared first, without this app's queue.
+        shared=False,
         **routing,
     )
     # celery-types cannot bind a body of unknown parameters; the Task is what it makes.
