@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Literal
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, current_app, jsonify, request, url_for
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
@@ -160,7 +160,7 @@ def _pusher_where(thread_id: str) -> dict[str, str]:
     return {
         "channel": thread_channel(thread_id, encrypted=pusher.encrypted),
         "key": pusher.key,
-        "authEndpoint": "/pusher/auth",
+        "authEndpoint": url_for("relayline.push.pusher_auth"),
     }
 
 
@@ -172,7 +172,9 @@ def _mercure_where(thread_id: str) -> dict[str, str]:
     return {
         "hubUrl": settings.mercure.hub_url,
         "topic": thread_topic(settings.public_url, thread_id),
-        "tokenEndpoint": f"/mercure/token?threadId={thread_id}",
+        # The topic is an identifier the worker builds too (from RELAYLINE_PUBLIC_URL
+        # alone): it does not move with the mount point, the token endpoint does.
+        "tokenEndpoint": url_for("relayline.push.mercure_token", threadId=thread_id),
     }
 
 

@@ -14,7 +14,14 @@ def send_by_name(svc: Services, task: str, job: TurnJobJSON | ContinueJobJSON) -
     # client's seed) into the message headers for monitors and logs: it costs a
     # quarter of send_task's time and shows user text to every log reader.
     shown = f"{{'job': <{task} thread={job['threadId']} run={job['runId']}>}}"
-    svc.celery.send_task(task, kwargs={"job": job}, argsrepr="()", kwargsrepr=shown)
+    svc.celery.send_task(
+        task,
+        kwargs={"job": job},
+        # RELAYLINE_QUEUE routes turns to dedicated workers; None: Celery's default queue.
+        queue=svc.settings.queue,
+        argsrepr="()",
+        kwargsrepr=shown,
+    )
 
 
 def release_if_idle(svc: Services, thread_id: str) -> None:

@@ -44,6 +44,10 @@ def make_celery(settings: Settings | None = None) -> Celery:
         # Undecodable messages go to the dead-letter list as well (worker.guard).
         worker_consumer="worker.guard:GuardedConsumer",
     )
+    if settings.queue:
+        # RELAYLINE_QUEUE: what this app sends (timers, recoveries) goes there, and a
+        # worker started without -Q consumes it, so turns run on dedicated workers.
+        app.conf.task_default_queue = settings.queue
     return app
 
 

@@ -64,8 +64,8 @@ from shared.protocols.agui.seed import agui_seed
 from shared.records import ACTIVE_STATUSES
 from shared.tools import redactions
 from worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
-from worker.guard import GuardedRequest
 from worker.liveness import Heartbeat, Sweeper, holder_alive
+from worker.registration import relayline_task
 from worker.resources import Resources, resources
 from worker.targets import channel_factory, push_target, with_segment
 
@@ -263,7 +263,7 @@ def _schedule_expiry(state: RunState, job: AnyJob) -> None:
     expire_wait.apply_async(kwargs={"job": expiry.to_json()}, eta=request.expires_at)
 
 
-@app.task(name=RUN_TURN, bind=True, Request=GuardedRequest)
+@relayline_task(RUN_TURN)
 def run_turn(self: Task[[TurnJobJSON], str], job: TurnJobJSON) -> str:
     turn = TurnJob.from_json(job)
 
@@ -279,7 +279,7 @@ def run_turn(self: Task[[TurnJobJSON], str], job: TurnJobJSON) -> str:
     return _execute(self, turn, build)
 
 
-@app.task(name=CONTINUE_RUN, bind=True, Request=GuardedRequest)
+@relayline_task(CONTINUE_RUN)
 def continue_run(self: Task[[ContinueJobJSON], str], job: ContinueJobJSON) -> str:
     staged_job = ContinueJob.from_json(job)
 
@@ -295,7 +295,7 @@ def continue_run(self: Task[[ContinueJobJSON], str], job: ContinueJobJSON) -> st
     return _execute(self, staged_job, build)
 
 
-@app.task(name=EXPIRE_WAIT, bind=True, Request=GuardedRequest)
+@relayline_task(EXPIRE_WAIT)
 def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
     """Settles the wait's pending calls with timeout errors, unless the run moved on."""
     expiry = ExpireJob.from_json(job)
@@ -322,7 +322,7 @@ def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:
         return "failed"
 
 
-@app.task(name=RECOVER_RUN, bind=True, Request=GuardedRequest)
+@relayline_task(RECOVER_RUN)
 def recover_run(self: Task[[RecoverJobJSON], str], job: RecoverJobJSON) -> str:
     """Continue a run whose worker was lost, from its last checkpoint, unless it moved on
     since the sweeper saw it (another recovery, or its own task redelivered)."""

@@ -25,6 +25,15 @@ import {
   subscribeToPusher,
 } from './relayline-consumer.js';
 
+// Where relayline is mounted ('/', or e.g. '/ai/' inside a host application): this
+// module is served at <mount>demo/static/demo.js, and every route is under the mount.
+const MOUNT = new URL('../../', import.meta.url).pathname;
+
+/** The URL path of relayline's route `path` (written from the mount, e.g. '/api/chat'). */
+function route(path) {
+  return MOUNT + path.replace(/^\//, '');
+}
+
 const THREAD_KEY = 'relayline.demo.threadId';
 // The server's rule for thread ids: a stored value that breaks it is not ours.
 // After a reload during a reply, how often and how long to check that it finished.
@@ -67,7 +76,7 @@ const FRONTEND_TOOLS = {
 class RequestError extends Error {}
 
 /** The vendored pusher-js (MIT), loaded only when the server offers Pusher. */
-const PUSHER_SCRIPT = '/demo/static/vendor/pusher-with-encryption.min.js';
+const PUSHER_SCRIPT = route('/demo/static/vendor/pusher-with-encryption.min.js');
 // Where the last Mercure update this page saw is kept: {threadId, eventId}.
 const MERCURE_CURSOR_KEY = 'relayline.demo.mercureCursor';
 // The consumer's error when a segment ends with stream.failed: the protocol's own
@@ -80,7 +89,7 @@ function withDelivery(path, delivery) {
 }
 
 function postJSON(path, body, accept, signal) {
-  return fetch(path, {
+  return fetch(route(path), {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Accept: accept },
     body: JSON.stringify(body),
@@ -228,7 +237,7 @@ async function listenPusher(threadId, signal) {
     enabledTransports: ['ws', 'wss'],
     disableStats: true,
     cluster: 'mt1', // required by pusher-js; wsHost decides where it connects
-    channelAuthorization: { endpoint: '/pusher/auth', transport: 'ajax' },
+    channelAuthorization: { endpoint: route('/pusher/auth'), transport: 'ajax' },
   });
   const prefix = config.encrypted ? 'private-encrypted-' : 'private-';
   const name = `${prefix}thread-${threadId}`;
@@ -389,7 +398,7 @@ function explain(error, fallback) {
 
 /** GET JSON; null for 404 (a thread the server does not know yet). */
 async function getJSON(path, signal) {
-  const response = await fetch(path, { headers: { Accept: 'application/json' }, signal });
+  const response = await fetch(route(path), { headers: { Accept: 'application/json' }, signal });
   if (response.status === 404) return null;
   if (!response.ok) throw new RequestError(await errorMessage(response));
   return response.json();
