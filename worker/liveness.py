@@ -92,8 +92,14 @@ class Heartbeat:
     def __enter__(self) -> Heartbeat:
         _opened(self.stamp)
         try:
-            if self._beat(force=self.take):
-                recorded = dumps(self.job.to_json())
+            recorded = dumps(self.job.to_json())
+            if self.take:
+                # One round trip for both (a fixed cost of every turn).
+                pipe = self.client.pipeline(transaction=False)
+                pipe.set(self.key, self._holder(), px=self.ttl_ms)
+                pipe.set(job_key(self.job.run_id), recorded, ex=self.keep_job)
+                pipe.execute()
+            elif self._beat(force=False):
                 self.client.set(job_key(self.job.run_id), recorded, ex=self.keep_job)
         except redis.RedisError:
             # The run still executes into history; the renewals below keep trying.
