@@ -104,6 +104,7 @@ class Result:
     first_p99: float
     last_p99: float
     cpu_per_turn_ms: float
+    worker_cpu_per_turn_ms: float
     memory_per_turn_kb: float
 
 
@@ -319,6 +320,7 @@ def run_config(config: Config, redis_url: str, logdir: Path) -> Result:
         first_p99=percentile(firsts, 0.99),  # type: ignore[arg-type]
         last_p99=percentile(lasts, 0.99),  # type: ignore[arg-type]
         cpu_per_turn_ms=load.cpu / config.turns * 1000,
+        worker_cpu_per_turn_ms=load.worker_cpu / config.turns * 1000,
         memory_per_turn_kb=load.memory_kb / in_flight,
     )
 
@@ -353,7 +355,7 @@ def rows_of(results: Sequence[Result]) -> list[Row]:
                 f"{r.turns_per_second:.1f} turns/s, {r.failed} failed",
                 f"first p50 {r.first_p50:.2f} s p99 {r.first_p99:.2f} s",
                 f"last p99 {r.last_p99:.2f} s, wall {r.wall:.1f} s",
-                f"cpu {r.cpu_per_turn_ms:.1f} ms/turn",
+                f"cpu {r.cpu_per_turn_ms:.0f} ms/turn ({r.worker_cpu_per_turn_ms:.0f} worker)",
                 f"mem {r.memory_per_turn_kb:.0f} kB/turn",
             )
         )
@@ -437,6 +439,7 @@ def plot(results: Sequence[Result], path: Path) -> None:
                 label=f"{turns} x {seconds:g}s, {webs} web, {db}, {brk}",
             )
     left.set(xlabel="worker processes", ylabel="turns/s", title="Throughput against workers")
+    left.set_ylim(bottom=0)
     by_workers: dict[tuple[object, ...], list[Result]] = {}
     for r in results:
         c = r.config
@@ -445,14 +448,13 @@ def plot(results: Sequence[Result], path: Path) -> None:
     for (workers_n, webs, db, brk), found in sorted(by_workers.items(), key=str):
         found.sort(key=lambda r: r.config.turns)
         label = f"{workers_n} worker(s), {webs} web, {db}, {brk}"
+        turns = [r.config.turns for r in found]
+        if len(found) == 1:  # one step along another axis: a point, not a curve
+            right.plot(turns, [found[0].first_p99], marker="s", linestyle="", label=f"p99, {label}")
+            continue
+        right.plot(turns, [r.first_p99 for r in found], marker="o", label=f"p99, {label}")
         right.plot(
-            [r.config.turns for r in found],
-            [r.first_p99 for r in found],
-            marker="o",
-            label=f"p99, {label}",
-        )
-        right.plot(
-            [r.config.turns for r in found],
+            turns,
             [r.first_p50 for r in found],
             marker=".",
             linestyle="--",
@@ -474,6 +476,13 @@ def plot(results: Sequence[Result], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _result(saved: dict[str, object]) -> Result:
+    fields = dict(saved)
+    fields["config"] = Config(**saved["config"])  # type: ignore[arg-type]
+    fields.setdefault("worker_cpu_per_turn_ms", float("nan"))
+    return Result(**fields)  # type: ignore[arg-type]
+
+
 def parse_list(text: str, kind: type) -> list:  # type: ignore[type-arg]
     return [kind(part) for part in text.split(",") if part]
 
@@ -490,7 +499,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="answer pace: 3 or 5")
     parser.add_argument("--fixed", action="store_true", help="measure the fixed cost")
     parser.add_argument("--no-write", action="store_true", help="do not write docs/")
+    parser.add_argument("--plot-only", action="store_true", help="redraw from docs/scale.json")
     args = parser.parse_args(argv)
+    if args.plot_only:
+        saved = json.loads((DOCS / "scale.json").read_text())
+        plot([_result(r) for r in saved["results"]], DOCS / "scale.png")
+        return 0
     configs: list[Config] = []
     if args.matrix:
         configs += [
@@ -505,6 +519,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         configs += [Config(1, 1, "sqlite", "redis", n, 3) for n in (1, 10, 100, 500)]
         configs += [Config(w, 1, "sqlite", "redis", 100, 3) for w in (2, 4)]
         configs.append(Config(1, 1, "sqlite", "redis", 40, 5))
+        # One step along each other axis of the matrix, at 100 turns.
+        configs += [
+            Config(1, 2, "sqlite", "redis", 100, 3),
+            Config(1, 1, "postgres", "redis", 100, 3),
+            Config(1, 1, "sqlite", "rabbitmq", 100, 3),
+        ]
     if args.turns:
         configs += [
             Config(w, web, db, brk, n, args.seconds)
