@@ -23,6 +23,12 @@ PLATFORM_NAMES = (
     "PUSHER_HOST", "PUSHER_PORT", "PUSHER_ENCRYPTION_MASTER_KEY_BASE64", "MERCURE_HUB_URL",
     "MERCURE_PUBLISHER_JWT_KEY", "MERCURE_SUBSCRIBER_JWT_KEY",
 )  # fmt: skip
+#: Celery pools ``relayline worker`` runs: threads for I/O-bound turns (the default),
+#: prefork for CPU-heavy tools
+WORKER_POOLS = ("threads", "prefork")
+#: the most turns one worker process may run at once (each holds a thread, a database
+#: connection while it writes, and its in-flight state)
+MAX_WORKER_CONCURRENCY = 4096
 #: SECRET_KEY when none is set: fine for local development, refused with RELAYLINE_AUTH=token
 DEV_SECRET_KEY: Final = "dev-insecure-secret"
 
@@ -166,6 +172,11 @@ class Settings:
     queue: str | None = None
     #: RELAYLINE_LOG_FORMAT, one of LOG_FORMATS: how the run log lines are written
     log_format: str = "text"
+    #: RELAYLINE_WORKER_POOL, the Celery pool of ``relayline worker``: one of WORKER_POOLS
+    worker_pool: str = "threads"
+    #: RELAYLINE_WORKER_CONCURRENCY, turns one worker process runs at once (threads pool:
+    #: threads; prefork: child processes). The store's connection pool follows it.
+    worker_concurrency: int = 64
     #: OPENAI_API_KEY, for agents that use OpenAIProvider.from_settings
     openai_api_key: str | None = None
     #: OPENAI_BASE_URL, an OpenAI-compatible chat completions API
@@ -194,6 +205,15 @@ class Settings:
             raise ValueError(problem)
         if self.token_ttl <= 0:
             raise ValueError("RELAYLINE_TOKEN_TTL must be a positive number of seconds.")
+        if self.worker_pool not in WORKER_POOLS:
+            raise ValueError(
+                f"RELAYLINE_WORKER_POOL must be one of {WORKER_POOLS}, got {self.worker_pool!r}."
+            )
+        if not 1 <= self.worker_concurrency <= MAX_WORKER_CONCURRENCY:
+            raise ValueError(
+                f"RELAYLINE_WORKER_CONCURRENCY must be between 1 and {MAX_WORKER_CONCURRENCY}, "
+                f"got {self.worker_concurrency}."
+            )
 
     @property
     def broker_url(self) -> str | None:
@@ -246,6 +266,9 @@ class Settings:
         ttl = _number(get("RELAYLINE_HEARTBEAT_TTL"), "RELAYLINE_HEARTBEAT_TTL", float)
         beat = _number(get("RELAYLINE_HEARTBEAT_INTERVAL"), "RELAYLINE_HEARTBEAT_INTERVAL", float)
         token_ttl = _number(get("RELAYLINE_TOKEN_TTL"), "RELAYLINE_TOKEN_TTL", float)
+        concurrency = _number(
+            get("RELAYLINE_WORKER_CONCURRENCY"), "RELAYLINE_WORKER_CONCURRENCY", int
+        )
         return cls(
             database_url=get("DATABASE_URL") or cls.database_url,
             redis_url=get("REDIS_URL"),
@@ -293,6 +316,10 @@ class Settings:
             ),
             heartbeat_ttl=float(ttl) if ttl is not None else cls.heartbeat_ttl,
             heartbeat_interval=float(beat) if beat is not None else cls.heartbeat_interval,
+            worker_pool=get("RELAYLINE_WORKER_POOL") or cls.worker_pool,
+            worker_concurrency=(
+                int(concurrency) if concurrency is not None else cls.worker_concurrency
+            ),
             openai_api_key=get("OPENAI_API_KEY"),
             openai_base_url=get("OPENAI_BASE_URL") or cls.openai_base_url,
             model=get("RELAYLINE_MODEL"),

@@ -144,7 +144,8 @@ def _execute(
     res = resources()
     # Before our own beat is set: it would hide the holder's.
     alive = _holder_alive(res, job.run_id)
-    record = res.store.run(job.thread_id, job.run_id)
+    # Read only when a holder lives (a fixed cost a turn with no other holder skips).
+    record = res.store.run(job.thread_id, job.run_id) if alive else None
     if alive and record is not None and record.status == "running":
         if record.checkpoint.get("executor") == task.request.id:
             logger.warning("task %s redelivered while run %s lives on", task.request.id, job.run_id)
