@@ -116,7 +116,7 @@ def test_demo_page_in_chromium(demo_stack: str, node: str, tmp_path: Path) -> No
     )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     steps = [line for line in done.stdout.splitlines() if line.startswith("ok - ")]
-    assert len(steps) == 7, done.stdout
+    assert len(steps) == 9, done.stdout
     assert screenshot.is_file()
     assert screenshot.read_bytes()[:8] == PNG_SIGNATURE
 
@@ -144,6 +144,13 @@ def test_demo_page_in_chromium(demo_stack: str, node: str, tmp_path: Path) -> No
     assert thread["run"]["status"] == "completed"
     fresh = requests.get(f"{demo_stack}/api/chat/{result['freshThreadId']}", timeout=10).json()
     assert [m["role"] for m in fresh["messages"]] == ["user", "assistant"]
+    # The stopped story was deleted from the page's list: it is gone from the server.
+    story = requests.get(f"{demo_stack}/api/chat/{result['storyThreadId']}", timeout=10)
+    assert story.status_code == 404
+    assert result["partial"].startswith("Once upon a time")
+    listed = requests.get(f"{demo_stack}/api/threads", timeout=10).json()["threads"]
+    assert {result["threadId"], result["freshThreadId"]} <= {t["threadId"] for t in listed}
+    assert result["storyThreadId"] not in {t["threadId"] for t in listed}
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +195,7 @@ def test_demo_page_under_a_prefix_in_chromium(
         check=False,
     )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
-    assert len([line for line in done.stdout.splitlines() if line.startswith("ok - ")]) == 7
+    assert len([line for line in done.stdout.splitlines() if line.startswith("ok - ")]) == 9
     result: dict[str, Any] = json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0])
     thread = requests.get(f"{prefixed_demo}/ai/api/threads/{result['threadId']}", timeout=10)
     assert thread.json()["run"]["status"] == "completed"
