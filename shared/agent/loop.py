@@ -28,7 +28,7 @@ from shared.chunks import (
 )
 from shared.errors import ProviderError, RelaylineError
 from shared.errors import StepLimitError as StepLimitError  # re-exported: it lived here
-from shared.events import Activity, StepFinished, StepStarted
+from shared.events import Activity, RunUsage, StepFinished, StepStarted
 from shared.interrupts import (
     TIMEOUT_ERROR,
     ApprovalRequest,
@@ -39,6 +39,7 @@ from shared.jsonutil import dumps
 from shared.messages import Message, ToolCallPart, new_id
 from shared.persistence.store import UNCHANGED, RunRecord, Store, Unchanged
 from shared.providers.base import (
+    MetaDelta,
     ModelRequest,
     ReasoningDelta,
     TextDelta,
@@ -53,6 +54,7 @@ from shared.records import (
     Checkpoint,
     ResultEntry,
     RunStatus,
+    UsageJSON,
 )
 from shared.texts import RUN_FAILED
 from shared.tools import AnyTool
@@ -118,6 +120,8 @@ class RunLoop:
     # the loop ------------------------------------------------------------------
 
     def advance(self) -> Generator[Item, None, RunRecord]:
+        if "usage" in self.record.checkpoint:  # the run's tokens so far, for the terminal
+            yield RunUsage(dict(self.record.checkpoint["usage"]))
         while True:
             if self.record.checkpoint.get("batch") is not None:
                 yield from self._settle()
@@ -161,6 +165,9 @@ class RunLoop:
             raise
         self.last_text = assistant.text
         checkpoint: Checkpoint = {**self.record.checkpoint, "modelCalls": step, "batch": None}
+        usage = _add_usage(checkpoint.get("usage"), assistant.meta.get("usage"))
+        if usage is not None:
+            checkpoint["usage"] = usage
         if calls:
             checkpoint["batch"] = {
                 "messageId": message_id,
@@ -169,6 +176,8 @@ class RunLoop:
             }
         self.write(append=[assistant], checkpoint=checkpoint, accepted=Accepted())
         yield StepFinished("model", {"step": step})
+        if usage is not None:
+            yield RunUsage(dict(usage))
         for call in calls:
             yield ToolCallChunk(message_id, batches.call_info(call, Accepted(), with_result=False))
 
@@ -199,6 +208,8 @@ class RunLoop:
                     )
             elif isinstance(delta, Usage):
                 meta["usage"] = {"input": delta.input_tokens, "output": delta.output_tokens}
+            elif isinstance(delta, MetaDelta):
+                meta[delta.key] = delta.value
         calls = [self._call(pieces[i]) for i in sorted(pieces)]
         assistant = Message(
             id=message_id,
@@ -302,6 +313,22 @@ class RunLoop:
             interrupt=request.to_json(),
             lease_expires_at=None,
         )
+
+
+def _add_usage(total: UsageJSON | None, call: Any) -> UsageJSON | None:
+    """The run's tokens so far plus one model call's (``meta["usage"]``; a count the
+    provider did not report adds nothing)."""
+    if not isinstance(call, dict):
+        return total
+
+    def tokens(value: Any) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    base = total or {"input": 0, "output": 0}
+    return {
+        "input": base["input"] + tokens(call.get("input")),
+        "output": base["output"] + tokens(call.get("output")),
+    }
 
 
 def _result_text(value: Any) -> Any:
