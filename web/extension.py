@@ -14,7 +14,7 @@ from __future__ import annotations
 from flask import Blueprint, Flask, request
 
 from shared.settings import Settings
-from web import agui, demo, errors, health, native, push, stop, threads, vercel
+from web import agui, connect, demo, errors, health, native, push, stop, threads, vercel
 from web.auth import UserLoader
 from web.services import Services
 
@@ -77,7 +77,7 @@ def _mount() -> Blueprint:
     parent = Blueprint("relayline", __name__)
     parent.before_request(_limit_body)
     errors.init_app(parent)
-    blueprints = (health, agui, vercel, native, stop, threads, push, demo)
+    blueprints = (health, agui, connect, vercel, native, stop, threads, push, demo)
     for module in blueprints:
         parent.register_blueprint(module.bp)
     return parent

@@ -63,7 +63,21 @@ def _frames(
     # A comment first: the headers go out now, not with the first event, which may be
     # a long way off (the cursor was at the live edge).
     yield SSE_HEARTBEAT
-    started = False
+    yield from live_frames(reader, thread_id, protocol_name, heartbeat, timeout, ids=ids)
+
+
+def live_frames(
+    reader: LogReader,
+    thread_id: str,
+    protocol_name: ProtocolName,
+    heartbeat: float,
+    timeout: float,
+    *,
+    ids: bool = False,
+    started: bool = False,
+) -> Iterator[str]:
+    """``reader``'s segment as SSE frames to its terminal; a broken transport ends with
+    the protocol's error frames (``started``: the client already saw the segment begin)."""
     try:
         for envelope in reader.envelopes(wait=heartbeat, timeout=timeout):
             if envelope is None:

@@ -58,6 +58,9 @@ WRITES = [
     ("/api/chat/ann-thread/stop", {}),
     ("/agent/default/stop/ann-thread", {}),
     ("/agui/stop/ann-thread", {}),
+    # Connecting to a thread is authorized like reading it.
+    ("/agui/connect", {"threadId": "ann-thread"}),
+    ("/agent/default/connect", {"threadId": "ann-thread"}),
 ]
 
 
