@@ -75,6 +75,8 @@ FIXED_CPU_TARGET_MS = 10.0
 MEMORY_TARGET_KB = 1024.0
 #: the default concurrency of ``relayline worker`` (raised when a run needs more slots)
 DEFAULT_CONCURRENCY = 64
+#: the worker pool (``--pool``): threads as relayline runs it, or an experiment
+POOL = ["threads"]
 #: idle seconds measured before a run (the processes' CPU and memory at rest)
 IDLE_SECONDS = 3.0
 #: quiet turns for the fixed cost, and how many at a time
@@ -127,13 +129,14 @@ def workers(env: dict[str, str], count: int, concurrency: int, logdir: Path) -> 
     try:
         for index in range(count):
             log = logdir / f"worker-{index}-{uuid.uuid4().hex[:6]}.log"
-            command = [*worker_command("threads", concurrency), "-n", f"bench{index}@%h"]
+            command = [*worker_command(POOL[0], concurrency), "-n", f"bench{index}@%h"]
             command += ["--without-gossip", "--without-mingle"]
             with log.open("w") as handle:
                 started.append(
                     subprocess.Popen(
                         command,
                         cwd=ROOT,
+                        # gevent is no RELAYLINE_WORKER_POOL value: only --pool names it
                         env=worker_env("threads", concurrency, env),
                         stdout=handle,
                         stderr=subprocess.STDOUT,
@@ -499,6 +502,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="answer pace: 3 or 5")
     parser.add_argument("--fixed", action="store_true", help="measure the fixed cost")
     parser.add_argument("--no-write", action="store_true", help="do not write docs/")
+    parser.add_argument(
+        "--pool",
+        choices=("threads", "gevent"),
+        default="threads",
+        help="experiment: the workers on Celery's gevent pool (nothing written to docs/)",
+    )
     parser.add_argument("--plot-only", action="store_true", help="redraw from docs/scale.json")
     args = parser.parse_args(argv)
     if args.plot_only:
@@ -535,6 +544,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             for n in parse_list(args.turns, int)
         ]
     configs = list(dict.fromkeys(configs))
+    POOL[0] = args.pool
+    if args.pool != "threads":
+        args.no_write = True  # an experiment, never the figures of record
+        print(f"EXPERIMENT: workers on the {args.pool} pool", flush=True)
     sys.path.insert(0, str(ROOT))  # tests.support is not an installed package
     results: list[Result] = []
     fixed_ms: float | None = None

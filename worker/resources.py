@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from typing import TypedDict
 
 import redis
 
@@ -37,7 +38,15 @@ _current: tuple[int, Resources] | None = None
 _building = threading.Lock()
 
 
-def pool_options(settings: Settings) -> dict[str, int]:
+class PoolOptions(TypedDict):
+    """SQLAlchemy ``create_engine`` pool options."""
+
+    pool_size: int
+    max_overflow: int
+    pool_timeout: int
+
+
+def pool_options(settings: Settings) -> PoolOptions:
     """Engine pool options for a worker that runs ``worker_concurrency`` turns at once."""
     return {
         "pool_size": settings.worker_concurrency,

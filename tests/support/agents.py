@@ -69,7 +69,8 @@ class CountingProvider:
 
 def _is_celery_worker(pid: int) -> bool:
     try:
-        return b"celery" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        # ``python -m celery ...``: the worker's main process, never a test session.
+        return b"\0-m\0celery\0" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 
