@@ -54,7 +54,7 @@ test('Stop mid-answer: the worker stops within 1 s, the page leaves streaming, t
   assert.ok(deltas.length < STORY_DELTAS / 4, `${deltas.length} of ${STORY_DELTAS} deltas were streamed`);
   const answeredAfter = answered.stops[0].answeredAt - clickedAt;
   t.diagnostic(
-    `stop: answered ${answeredAfter} ms, model stream closed ${closedAfter.toFixed(0)} ms after the click; ` +
+    `measured: stop answered ${answeredAfter} ms, model stream closed ${closedAfter.toFixed(0)} ms after the click; ` +
       `${deltas.length}/${STORY_DELTAS} deltas`,
   );
 
