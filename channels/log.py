@@ -5,8 +5,10 @@ a run's output after it was sent (docs/reference/resume-and-cancel.md section 8.
 - **Keys:** ``relayline:{seg:<stream id>}:log`` (a Stream, one entry per envelope,
   field ``e``); per thread, ``relayline:{thread:<id>}:active`` (``<protocol>:<stream
   id>`` of the running segment) and ``relayline:{thread:<id>}:latest`` (the newest
-  segment while its log is kept). The hash tags keep each one's keys in one Redis
-  Cluster slot; a segment's and a thread's keys are never touched in one command.
+  segment while its log is kept), ``relayline:{thread:<id>}:segments`` (every segment
+  id whose log may be kept: what deleting the thread erases). The hash tags keep each
+  one's keys in one Redis Cluster slot; a segment's and a thread's keys are never
+  touched in one command.
 - **Lifetime:** the web announces a segment when it enqueues its job (``announce``), and
   the log's first entry makes it the thread's active and latest segment (again, or for
   the first time when nobody announced it: a timer, a recovery); the first entry sets a
@@ -57,6 +59,11 @@ def latest_key(thread_id: str) -> str:
     return f"relayline:{{thread:{thread_id}}}:latest"
 
 
+def segments_key(thread_id: str) -> str:
+    """Every segment id of the thread whose log may still be kept (what a delete erases)."""
+    return f"relayline:{{thread:{thread_id}}}:segments"
+
+
 @dataclasses.dataclass(frozen=True)
 class LogLimits:
     """How long segments are kept: ``retention`` seconds after the terminal, at most
@@ -97,7 +104,25 @@ def announce(
     client: redis.Redis, thread_id: str, segment: ActiveSegment, limits: LogLimits
 ) -> None:
     """Record ``segment`` as the thread's active one (the web, at enqueue)."""
-    client.set(active_key(thread_id), segment.pointer, ex=_seconds(limits.max_age))
+    keep = _seconds(limits.max_age + limits.retention)
+    pipe = client.pipeline(transaction=False)
+    pipe.set(active_key(thread_id), segment.pointer, ex=_seconds(limits.max_age))
+    pipe.sadd(segments_key(thread_id), segment.stream_id)
+    pipe.expire(segments_key(thread_id), keep)
+    pipe.execute()
+
+
+def forget_thread(client: redis.Redis, thread_id: str) -> int:
+    """Erase everything kept in Redis for the thread: its segments' logs and pointers.
+    Returns how many keys went."""
+    ids = {m.decode() for m in cast(set[bytes], client.smembers(segments_key(thread_id)))}
+    for pointer in (latest_segment(client, thread_id), active_segment(client, thread_id)):
+        if pointer is not None:
+            ids.add(pointer.stream_id)
+    keys = [log_key(i) for i in sorted(ids)]
+    keys += [active_key(thread_id), latest_key(thread_id), segments_key(thread_id)]
+    # One key per call: the keys of different segments live in different cluster slots.
+    return sum(int(cast(int, client.delete(key))) for key in keys)
 
 
 def active_segment(client: redis.Redis, thread_id: str) -> ActiveSegment | None:
@@ -157,6 +182,11 @@ class SegmentLog:
             # already, unless nobody did: a timer, a recovery).
             pipe.set(active_key(self.thread_id), self.pointer, ex=_seconds(self.limits.max_age))
             pipe.set(latest_key(self.thread_id), self.pointer, ex=_seconds(self.limits.max_age))
+            pipe.sadd(segments_key(self.thread_id), self.stream_id)
+            pipe.expire(
+                segments_key(self.thread_id),
+                _seconds(self.limits.max_age + self.limits.retention),
+            )
         if terminal:
             pipe.expire(self.key, _seconds(self.limits.retention))
         pipe.execute()

@@ -22,7 +22,7 @@ from shared.auth import mint
 from shared.chunks import InterruptEvent, TextChunk, ToolResultChunk
 from shared.interrupts import ApprovalRequest
 from shared.persistence import Store
-from shared.settings import Settings, child_environment
+from shared.settings import WORKER_POOLS, Settings, child_environment
 
 #: simultaneous connections one gevent web worker serves (each SSE stream holds one)
 WORKER_CONNECTIONS = 2000
@@ -36,7 +36,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.add_argument("--host", default="127.0.0.1")
         command.add_argument("--port", type=int, help="default: PORT, else 8000")
     worker = commands.add_parser("worker", help="run a Celery worker")
-    worker.add_argument("--concurrency", type=int, default=None)
+    worker.add_argument(
+        "--concurrency", type=int, help="turns at once (default: RELAYLINE_WORKER_CONCURRENCY)"
+    )
+    worker.add_argument(
+        "--pool",
+        choices=WORKER_POOLS,
+        help="threads for I/O-bound turns, prefork for CPU-heavy tools "
+        "(default: RELAYLINE_WORKER_POOL, else threads)",
+    )
     commands.add_parser("migrate", help="create or upgrade the database schema")
     token = commands.add_parser("token", help="mint a bearer token for RELAYLINE_AUTH=token")
     token.add_argument("user")
@@ -60,7 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "web":
         os.execv(sys.executable, web_command(args.host, args.port or settings.port))
     if args.command == "worker":
-        os.execv(sys.executable, worker_command(args.concurrency))
+        try:
+            pool, concurrency = worker_pool(settings, args.pool, args.concurrency)
+        except ValueError as exc:
+            parser.error(str(exc))  # exits with status 2 and the message
+        os.execve(sys.executable, worker_command(pool, concurrency), worker_env(pool, concurrency))
     if args.command == "up":
         return up(settings, args.host, args.port or settings.port)
     return run_demo(args.database)
@@ -76,14 +88,38 @@ def web_command(host: str, port: int) -> list[str]:
     ]  # fmt: skip
 
 
-def worker_command(concurrency: int | None) -> list[str]:
-    command = [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--loglevel", "INFO"]
-    return command + (["--concurrency", str(concurrency)] if concurrency else [])
+def worker_pool(settings: Settings, pool: str | None, concurrency: int | None) -> tuple[str, int]:
+    """The pool and concurrency a worker runs: the options, else the settings (checked
+    like the settings, so a bad ``--concurrency`` is the same clear error)."""
+    chosen = dataclasses.replace(
+        settings,
+        worker_pool=pool or settings.worker_pool,
+        worker_concurrency=settings.worker_concurrency if concurrency is None else concurrency,
+    )
+    return chosen.worker_pool, chosen.worker_concurrency
+
+
+def worker_command(pool: str, concurrency: int) -> list[str]:
+    return [
+        sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--loglevel", "INFO",
+        "--pool", pool, "--concurrency", str(concurrency),
+    ]  # fmt: skip
+
+
+def worker_env(pool: str, concurrency: int, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The worker's environment: worker.app reads its pool from it (Celery lets a
+    configured pool override ``--pool prefork``), and its store sizes its pool by it."""
+    return {
+        **(child_environment() if base is None else base),
+        "RELAYLINE_WORKER_POOL": pool,
+        "RELAYLINE_WORKER_CONCURRENCY": str(concurrency),
+    }
 
 
 def up(settings: Settings, host: str, port: int) -> int:
     """Everything on one machine: Redis (embedded when REDIS_URL is unset), SQLite,
-    migrations, one worker process and the web server. Ctrl-C stops what it started."""
+    migrations, one worker process (the threads pool: many turns at once) and the web
+    server. Ctrl-C stops what it started."""
     overrides = {"DATABASE_URL": settings.database_url}
     embedded: Any = None
     if settings.redis_url is None:
@@ -95,8 +131,9 @@ def up(settings: Settings, host: str, port: int) -> int:
         print(f"embedded Redis on 127.0.0.1:{embedded.port}")
     env = child_environment({"RELAYLINE_PUBLIC_URL": f"http://{host}:{port}"}, overrides)
     Store(settings.database_url).dispose()
+    pool, concurrency = settings.worker_pool, settings.worker_concurrency
     children = [
-        subprocess.Popen(worker_command(1), env=env),
+        subprocess.Popen(worker_command(pool, concurrency), env=worker_env(pool, concurrency, env)),
         subprocess.Popen(web_command(host, port), env=env),
     ]
     print(f"relayline is up: http://{host}:{port}/  (Ctrl-C stops it)", flush=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Mapping
 
 from shared.agent.spec import AgentSpec
@@ -28,11 +29,14 @@ def load_factory(target: str) -> Callable[[], AgentSpec]:
 class AgentRegistry:
     """Agent specs by id: ``default`` is RELAYLINE_AGENT, the rest RELAYLINE_AGENTS.
 
-    Specs are built once and reused: they hold providers and tools, no run state."""
+    Specs are built once and reused: they hold providers and tools, no run state. Safe
+    to share between threads (a worker's pool threads ask at once): a spec is built
+    under a lock, so a factory runs once per id."""
 
     def __init__(self, targets: Mapping[str, str]) -> None:
         self._targets = dict(targets)
         self._specs: dict[str, AgentSpec] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AgentRegistry:
@@ -47,9 +51,13 @@ class AgentRegistry:
     def spec(self, agent_id: str = DEFAULT_AGENT) -> AgentSpec:
         if agent_id not in self._targets:
             raise KeyError(agent_id)
-        if agent_id not in self._specs:
-            spec = load_factory(self._targets[agent_id])()
-            if not isinstance(spec, AgentSpec):
-                raise TypeError(f"Agent factory for {agent_id!r} must return an AgentSpec.")
-            self._specs[agent_id] = spec
-        return self._specs[agent_id]
+        found = self._specs.get(agent_id)
+        if found is not None:
+            return found
+        with self._lock:
+            if agent_id not in self._specs:
+                spec = load_factory(self._targets[agent_id])()
+                if not isinstance(spec, AgentSpec):
+                    raise TypeError(f"Agent factory for {agent_id!r} must return an AgentSpec.")
+                self._specs[agent_id] = spec
+            return self._specs[agent_id]

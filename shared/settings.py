@@ -10,7 +10,25 @@ from typing import Final
 from shared.auth import DEFAULT_TOKEN_TTL, MIN_SECRET_LENGTH
 
 DELIVERIES = ("relay", "pusher", "mercure")
-AUTH_MODES = ("none", "token")
+AUTH_MODES = ("none", "token", "jwt")
+LOG_FORMATS = ("text", "json")
+#: what RELAYLINE_JWKS_URL's keys may sign when RELAYLINE_JWT_ALGORITHMS is unset; never
+#: HS256 beside them (a public key must not be usable as an HMAC secret)
+JWKS_ALGORITHMS = ("RS256", "ES256")
+#: variables that keep their own names (no RELAYLINE_ prefix) and that an application's
+#: config sets as ``RELAYLINE_<name>`` (``Settings.from_config``)
+PLATFORM_NAMES = (
+    "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "PORT",
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "PUSHER_APP_ID", "PUSHER_KEY", "PUSHER_SECRET",
+    "PUSHER_HOST", "PUSHER_PORT", "PUSHER_ENCRYPTION_MASTER_KEY_BASE64", "MERCURE_HUB_URL",
+    "MERCURE_PUBLISHER_JWT_KEY", "MERCURE_SUBSCRIBER_JWT_KEY",
+)  # fmt: skip
+#: Celery pools ``relayline worker`` runs: threads for I/O-bound turns (the default),
+#: prefork for CPU-heavy tools
+WORKER_POOLS = ("threads", "prefork")
+#: the most turns one worker process may run at once (each holds a thread, a database
+#: connection while it writes, and its in-flight state)
+MAX_WORKER_CONCURRENCY = 4096
 #: SECRET_KEY when none is set: fine for local development, refused with RELAYLINE_AUTH=token
 DEV_SECRET_KEY: Final = "dev-insecure-secret"
 
@@ -62,6 +80,46 @@ class MercureSettings:
 
 
 @dataclasses.dataclass(frozen=True)
+class JWTSettings:
+    """An identity provider's tokens for RELAYLINE_AUTH=jwt: ``RELAYLINE_JWT_*``."""
+
+    #: RELAYLINE_JWT_SECRET, the HS256 secret shared with the provider (at least 32
+    #: characters); or else
+    secret: str | None = None
+    #: RELAYLINE_JWKS_URL, where the provider publishes its public keys (RS256, ES256)
+    jwks_url: str | None = None
+    #: RELAYLINE_JWT_AUDIENCE, the ``aud`` a token must name (this service)
+    audience: str | None = None
+    #: RELAYLINE_JWT_ISSUER, the ``iss`` a token must carry (the provider)
+    issuer: str | None = None
+    #: RELAYLINE_JWT_ALGORITHMS, comma-separated; default HS256 with a secret, else
+    #: JWKS_ALGORITHMS
+    algorithms: tuple[str, ...] = ()
+    #: RELAYLINE_JWT_USER_CLAIM, the claim that names the user
+    user_claim: str = "sub"
+
+    @property
+    def accepted_algorithms(self) -> tuple[str, ...]:
+        return self.algorithms or (("HS256",) if self.secret else JWKS_ALGORITHMS)
+
+    def problem(self) -> str | None:
+        """Why token verification cannot be trusted with this configuration, or None."""
+        if (self.secret is None) == (self.jwks_url is None):
+            return "RELAYLINE_AUTH=jwt needs one of RELAYLINE_JWT_SECRET or RELAYLINE_JWKS_URL."
+        if not self.audience or not self.issuer:
+            return (
+                "RELAYLINE_AUTH=jwt needs RELAYLINE_JWT_AUDIENCE and RELAYLINE_JWT_ISSUER: "
+                "a token meant for another service or from another issuer must be refused."
+            )
+        if self.secret is not None and len(self.secret) < MIN_SECRET_LENGTH:
+            return f"RELAYLINE_JWT_SECRET must be at least {MIN_SECRET_LENGTH} characters."
+        # Every algorithm is HMAC with a secret, and none is with a key set.
+        if {a.startswith("HS") for a in self.accepted_algorithms} != {self.secret is not None}:
+            return "RELAYLINE_JWT_ALGORITHMS: HS* goes with a secret, RS*/ES* with a JWKS URL."
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
     """Everything relayline reads from its environment, read once (``from_env``)."""
 
@@ -75,8 +133,9 @@ class Settings:
     agent: str = "relayline.demo:build"
     #: RELAYLINE_AGENTS, further agents by id: ``id=module:factory,...``
     agents: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    #: RELAYLINE_AUTH, one of AUTH_MODES
+    #: RELAYLINE_AUTH, one of AUTH_MODES (an application's ``current_user`` overrides it)
     auth: str = "none"
+    jwt: JWTSettings = dataclasses.field(default_factory=JWTSettings)
     #: SECRET_KEY, signs bearer tokens (``relayline token``); at least 32 characters
     #: with RELAYLINE_AUTH=token
     secret_key: str = DEV_SECRET_KEY
@@ -108,6 +167,16 @@ class Settings:
     #: RELAYLINE_STREAM_MAX_EVENTS, entries a segment's log keeps at most (about: Redis
     #: trims whole nodes)
     stream_max_events: int = 50_000
+    #: RELAYLINE_QUEUE, the Celery queue relayline's tasks are sent to (None: Celery's
+    #: default queue), so that turns can run on dedicated workers
+    queue: str | None = None
+    #: RELAYLINE_LOG_FORMAT, one of LOG_FORMATS: how the run log lines are written
+    log_format: str = "text"
+    #: RELAYLINE_WORKER_POOL, the Celery pool of ``relayline worker``: one of WORKER_POOLS
+    worker_pool: str = "threads"
+    #: RELAYLINE_WORKER_CONCURRENCY, turns one worker process runs at once (threads pool:
+    #: threads; prefork: child processes). The store's connection pool follows it.
+    worker_concurrency: int = 64
     #: OPENAI_API_KEY, for agents that use OpenAIProvider.from_settings
     openai_api_key: str | None = None
     #: OPENAI_BASE_URL, an OpenAI-compatible chat completions API
@@ -132,12 +201,42 @@ class Settings:
                 "characters: a shorter one can be guessed from any token (for example "
                 "python -c 'import secrets; print(secrets.token_urlsafe(32))')."
             )
+        if self.auth == "jwt" and (problem := self.jwt.problem()) is not None:
+            raise ValueError(problem)
         if self.token_ttl <= 0:
             raise ValueError("RELAYLINE_TOKEN_TTL must be a positive number of seconds.")
+        if self.worker_pool not in WORKER_POOLS:
+            raise ValueError(
+                f"RELAYLINE_WORKER_POOL must be one of {WORKER_POOLS}, got {self.worker_pool!r}."
+            )
+        if not 1 <= self.worker_concurrency <= MAX_WORKER_CONCURRENCY:
+            raise ValueError(
+                f"RELAYLINE_WORKER_CONCURRENCY must be between 1 and {MAX_WORKER_CONCURRENCY}, "
+                f"got {self.worker_concurrency}."
+            )
 
     @property
     def broker_url(self) -> str | None:
         return self.celery_broker_url or self.redis_url
+
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, object], environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        """The environment overlaid with an application's config (a Flask ``app.config``):
+        its ``RELAYLINE_*`` keys by their variable names, and the platform variables as
+        ``RELAYLINE_<name>`` (``RELAYLINE_DATABASE_URL``), so the host's own
+        ``SECRET_KEY`` or ``DATABASE_URL`` is never taken for relayline's."""
+        overlay: dict[str, str] = {}
+        for key, value in config.items():
+            if not key.startswith("RELAYLINE_") or value is None:
+                continue
+            bare = key.removeprefix("RELAYLINE_")
+            name = bare if bare in PLATFORM_NAMES else key
+            if isinstance(value, list | tuple):
+                value = ",".join(str(item) for item in value)
+            overlay[name] = str(value)
+        return cls.from_env({**(os.environ if environ is None else environ), **overlay})
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -150,6 +249,11 @@ class Settings:
         auth = get("RELAYLINE_AUTH") or "none"
         if auth not in AUTH_MODES:
             raise ValueError(f"RELAYLINE_AUTH must be one of {AUTH_MODES}, got {auth!r}.")
+        log_format = get("RELAYLINE_LOG_FORMAT") or "text"
+        if log_format not in LOG_FORMATS:
+            raise ValueError(
+                f"RELAYLINE_LOG_FORMAT must be one of {LOG_FORMATS}, got {log_format!r}."
+            )
         delivery = get("RELAYLINE_DELIVERY") or "relay"
         if delivery not in DELIVERIES:
             raise ValueError(f"RELAYLINE_DELIVERY must be one of {DELIVERIES}, got {delivery!r}.")
@@ -162,6 +266,9 @@ class Settings:
         ttl = _number(get("RELAYLINE_HEARTBEAT_TTL"), "RELAYLINE_HEARTBEAT_TTL", float)
         beat = _number(get("RELAYLINE_HEARTBEAT_INTERVAL"), "RELAYLINE_HEARTBEAT_INTERVAL", float)
         token_ttl = _number(get("RELAYLINE_TOKEN_TTL"), "RELAYLINE_TOKEN_TTL", float)
+        concurrency = _number(
+            get("RELAYLINE_WORKER_CONCURRENCY"), "RELAYLINE_WORKER_CONCURRENCY", int
+        )
         return cls(
             database_url=get("DATABASE_URL") or cls.database_url,
             redis_url=get("REDIS_URL"),
@@ -169,6 +276,20 @@ class Settings:
             agent=get("RELAYLINE_AGENT") or cls.agent,
             agents=_parse_agents(get("RELAYLINE_AGENTS") or ""),
             auth=auth,
+            jwt=JWTSettings(
+                secret=get("RELAYLINE_JWT_SECRET"),
+                jwks_url=get("RELAYLINE_JWKS_URL"),
+                audience=get("RELAYLINE_JWT_AUDIENCE"),
+                issuer=get("RELAYLINE_JWT_ISSUER"),
+                algorithms=tuple(
+                    a.strip()
+                    for a in (get("RELAYLINE_JWT_ALGORITHMS") or "").split(",")
+                    if a.strip()
+                ),
+                user_claim=get("RELAYLINE_JWT_USER_CLAIM") or "sub",
+            ),
+            queue=get("RELAYLINE_QUEUE"),
+            log_format=log_format,
             secret_key=get("SECRET_KEY") or cls.secret_key,
             token_ttl=float(token_ttl) if token_ttl is not None else cls.token_ttl,
             delivery=delivery,
@@ -195,6 +316,10 @@ class Settings:
             ),
             heartbeat_ttl=float(ttl) if ttl is not None else cls.heartbeat_ttl,
             heartbeat_interval=float(beat) if beat is not None else cls.heartbeat_interval,
+            worker_pool=get("RELAYLINE_WORKER_POOL") or cls.worker_pool,
+            worker_concurrency=(
+                int(concurrency) if concurrency is not None else cls.worker_concurrency
+            ),
             openai_api_key=get("OPENAI_API_KEY"),
             openai_base_url=get("OPENAI_BASE_URL") or cls.openai_base_url,
             model=get("RELAYLINE_MODEL"),

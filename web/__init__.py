@@ -1,4 +1,7 @@
-"""The web process: thin Flask endpoints that validate, enqueue and relay."""
+"""The web process: thin Flask endpoints that validate, enqueue and relay.
+
+``create_app`` is the standalone application (``relayline web``); an existing Flask
+application mounts the same endpoints with ``relayline.Relayline`` (web.extension)."""
 
 from __future__ import annotations
 
@@ -7,11 +10,10 @@ from typing import Any
 from flask import Flask
 
 from shared.settings import Settings
-from web import agui, demo, errors, health, native, push, stop, vercel
-from web.services import Services
+from web import errors
+from web.extension import MAX_BODY_BYTES, Relayline
 
-#: request bodies above this many bytes are refused with 413
-MAX_BODY_BYTES = 1024 * 1024
+__all__ = ["MAX_BODY_BYTES", "Relayline", "create_app"]
 
 
 def create_app(
@@ -21,8 +23,7 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     if test_config:
         app.config.update(test_config)
-    Services.build(settings or Settings.from_env()).init_app(app)
+    # A server of its own answers every error as JSON, unknown routes included.
     errors.init_app(app)
-    for blueprint in (health.bp, agui.bp, vercel.bp, native.bp, stop.bp, push.bp, demo.bp):
-        app.register_blueprint(blueprint)
+    Relayline(app, settings=settings or Settings.from_config(app.config))
     return app

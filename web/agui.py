@@ -22,7 +22,8 @@ from shared.records import RunStatus
 from shared.tools import redactions
 from web.auth import current_user, thread_for
 from web.bounds import check_agui
-from web.dispatch import current_run, deliver, json_body, refuse_if_busy, refuse_replay
+from web.dispatch import current_run, deliver, json_body, refuse_replay
+from web.multitask import make_room, strategy
 from web.services import services
 from web.stop import disconnect_policy
 
@@ -71,7 +72,7 @@ def _run(agent_id: str) -> Response:
         return deliver(job, on_disconnect)
     turn = translator.new_turn(payload)
     tools = translator.tools(payload, backend_tool_names=[t.name for t in spec.tools])
-    refuse_if_busy(thread_id, current_run(thread))
+    now = make_room(thread_id, current_run(thread), strategy(spec, payload.get("forwardedProps")))
     message = UserTurn(turn.id or new_id("msg"), turn.text)
     job = TurnJob(
         thread_id=thread_id,
@@ -83,7 +84,7 @@ def _run(agent_id: str) -> Response:
         message=message,
         frontend_tools=tuple(tools),
     )
-    return deliver(job, on_disconnect)
+    return deliver(job, on_disconnect, now=now)
 
 
 def _seed(

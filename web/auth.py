@@ -1,29 +1,75 @@
-"""Who is asking, and whether the thread is theirs. Anyone but the owner gets 404."""
+"""Who is asking, and whether the thread is theirs. Anyone but the owner gets 404.
+
+The owner of a request is decided, in this order, by the application's ``current_user``
+(given to ``init_app``: Flask-Login, a session cookie, the host's own middleware), else
+by RELAYLINE_AUTH: ``none`` (one anonymous user), ``token`` (relayline's own bearer
+tokens) or ``jwt`` (an identity provider's bearer tokens). Nobody is a 401."""
 
 from __future__ import annotations
 
-from flask import request
+from collections.abc import Callable
+
+from flask import g, request
+from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import NotFound, Unauthorized
 
-from shared.auth import verify_token
-from shared.errors import InputTranslationError
+from shared.auth import AuthError, KeysUnavailableError, checked_user, verify_token
+from shared.errors import InputTranslationError, UnavailableError
 from shared.ids import invalid_thread_id, is_thread_id
 from shared.jobs import ANONYMOUS
 from shared.persistence import ThreadRecord
 from shared.texts import thread_not_found
 from web.services import services
 
+#: an application's answer to "who is asking" for the current request: the owner id
+#: (a string), or None for nobody (401)
+UserLoader = Callable[[], str | None]
+
+_BEARER = "A valid 'Authorization: Bearer <token>' header is required."
+
 
 def current_user() -> str:
-    settings = services().settings
-    if settings.auth == "none":
-        return ANONYMOUS
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    user = verify_token(settings.secret_key, token.strip()) if scheme.lower() == "bearer" else None
+    """The owner of this request (resolved once per request); 401 for nobody."""
+    user: str | None = g.get("relayline_user")
     if user is None:
-        raise Unauthorized("A valid 'Authorization: Bearer <token>' header is required.")
+        user = g.relayline_user = _resolve()
     return user
+
+
+def _resolve() -> str:
+    svc = services()
+    if svc.user_loader is not None:
+        user = checked_user(svc.user_loader())
+        if user is None:
+            raise _unauthorized("Sign in first.", scheme=None)
+        return user
+    if svc.settings.auth == "none":
+        return ANONYMOUS
+    token = _bearer()
+    if svc.identity is not None:
+        try:
+            return svc.identity.verify(token)
+        except KeysUnavailableError as exc:
+            raise UnavailableError(exc.message) from None
+        except AuthError as exc:
+            raise _unauthorized(exc.message) from None
+    user = verify_token(svc.settings.secret_key, token)
+    if user is None:
+        raise _unauthorized(_BEARER)
+    return user
+
+
+def _bearer() -> str:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise _unauthorized(_BEARER)
+    return token.strip()
+
+
+def _unauthorized(message: str, scheme: str | None = "Bearer") -> Unauthorized:
+    """401 with ``message``; RFC 6750's challenge when a bearer token was expected."""
+    www = None if scheme is None else WWWAuthenticate(scheme, {"error": "invalid_token"})
+    return Unauthorized(message, www_authenticate=www)
 
 
 def check_thread_id(thread_id: object) -> str:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Literal
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, current_app, jsonify, request, url_for
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
@@ -25,6 +25,7 @@ from channels import (
 )
 from channels.mercure import thread_topic
 from channels.pusher import thread_channel
+from channels.turns import QueuedTurn, queue_turn
 from shared.errors import (
     DeliveryError,
     RunElsewhereError,
@@ -49,6 +50,7 @@ from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
 from shared.texts import delivery_not_configured, run_recovered, stream_lost
 from web.bounds import json_body as json_body  # re-exported: it lived here
+from web.sending import release_if_idle, send_by_name
 from web.services import Services, services
 from web.stop import DisconnectPolicy, disconnect_policy, stop
 
@@ -86,35 +88,68 @@ def refuse_replay(thread_id: str, message_id: str, stored_ids: Collection[str]) 
         raise WorkflowError(f"Message '{message_id}' is already part of thread '{thread_id}'.")
 
 
-def deliver(job: TurnJob | ContinueJob, on_disconnect: DisconnectPolicy | None = None) -> Response:
+def deliver(
+    job: TurnJob | ContinueJob,
+    on_disconnect: DisconnectPolicy | None = None,
+    *,
+    now: bool = True,
+) -> Response:
     """Relay (one SSE response) or push (202 with where to listen), as the request's
     ``?delivery=`` or RELAYLINE_DELIVERY asks. ``on_disconnect`` (default: the request's
-    ``?onDisconnect=``) says whether a relayed client that goes away stops the run."""
+    ``?onDisconnect=``) says whether a relayed client that goes away stops the run;
+    ``now=False`` queues a new turn behind the thread's run (web.multitask)."""
     name = request.args.get("delivery") or services().settings.delivery
     if name not in DELIVERIES:
         *others, last = DELIVERIES
         raise BadRequest(f"Unknown delivery {name!r}; use {', '.join(others)} or {last}.")
     policy = on_disconnect or disconnect_policy()
+    send: Sender = _send if now or not isinstance(job, TurnJob) else _queue
     if name == "relay":
-        return relay(job, policy)
-    return DELIVERIES[name](job)
+        return relay(job, policy, send)
+    return push(job, "pusher" if name == "pusher" else "mercure", send)
 
 
-def _send(job: TurnJob | ContinueJob) -> str:
+@dataclasses.dataclass(frozen=True)
+class Sent:
+    """A job on its way: its segment's stream id, and its place in the thread's queue
+    (None: sent at once)."""
+
+    stream_id: str
+    queued: int | None = None
+
+
+Sender = Callable[[TurnJob | ContinueJob], Sent]
+
+
+def _send(job: TurnJob | ContinueJob) -> Sent:
     """Enqueue ``job`` as a new segment, announced as the thread's active one first (so
-    a reload finds it from now on); its stream id."""
+    a reload finds it from now on)."""
     svc = services()
     stream_id = new_stream_id()
     segment = ActiveSegment(job.protocol, stream_id)
     announce(svc.redis, job.thread_id, segment, LogLimits.from_settings(svc.settings))
     job = dataclasses.replace(job, stream_id=stream_id)
     task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
-    # Celery would otherwise put a repr of the whole job (the person's message, the
-    # client's seed) into the message headers for monitors and logs: it costs a
-    # quarter of send_task's time and shows user text to every log reader.
-    shown = f"{{'job': <{task} thread={job.thread_id} run={job.run_id}>}}"
-    svc.celery.send_task(task, kwargs={"job": job.to_json()}, argsrepr="()", kwargsrepr=shown)
-    return stream_id
+    send_by_name(svc, task, job.to_json())
+    return Sent(stream_id)
+
+
+def _queue(job: TurnJob | ContinueJob) -> Sent:
+    """Queue a new turn behind the thread's run; released at once when that run ended
+    in the meantime (its ender found the queue still empty)."""
+    assert isinstance(job, TurnJob)  # only new turns wait their turn
+    svc = services()
+    stream_id = new_stream_id()
+    ready = dataclasses.replace(job, stream_id=stream_id).to_json()
+    turn: QueuedTurn = {
+        "task": RUN_TURN,
+        "job": ready,
+        "protocol": job.protocol,
+        "streamId": stream_id,
+    }
+    position = queue_turn(svc.redis, job.thread_id, turn, svc.settings.stream_max_age)
+    release_if_idle(svc, job.thread_id)
+    return Sent(stream_id, position)
 
 
 def _pusher_where(thread_id: str) -> dict[str, str]:
@@ -125,7 +160,7 @@ def _pusher_where(thread_id: str) -> dict[str, str]:
     return {
         "channel": thread_channel(thread_id, encrypted=pusher.encrypted),
         "key": pusher.key,
-        "authEndpoint": "/pusher/auth",
+        "authEndpoint": url_for("relayline.push.pusher_auth"),
     }
 
 
@@ -137,7 +172,9 @@ def _mercure_where(thread_id: str) -> dict[str, str]:
     return {
         "hubUrl": settings.mercure.hub_url,
         "topic": thread_topic(settings.public_url, thread_id),
-        "tokenEndpoint": f"/mercure/token?threadId={thread_id}",
+        # The topic is an identifier the worker builds too (from RELAYLINE_PUBLIC_URL
+        # alone): it does not move with the mount point, the token endpoint does.
+        "tokenEndpoint": url_for("relayline.push.mercure_token", threadId=thread_id),
     }
 
 
@@ -148,22 +185,28 @@ _PUSH_WHERE: Mapping[PushKind, Callable[[str], dict[str, str]]] = {
 }
 
 
-def push(job: TurnJob | ContinueJob, delivery: PushKind) -> Response:
+def push(job: TurnJob | ContinueJob, delivery: PushKind, send: Sender = _send) -> Response:
     where = _PUSH_WHERE[delivery](job.thread_id)
-    stream_id = _send(job.to(Target(delivery)))
-    body = {
+    sent = send(job.to(Target(delivery)))
+    body: dict[str, object] = {
         "threadId": job.thread_id,
         "delivery": delivery,
         **where,
         "runId": job.run_id,
-        "streamId": stream_id,
+        "streamId": sent.stream_id,
     }
+    if sent.queued is not None:
+        body["queued"] = sent.queued
     response = jsonify(body)
     response.status_code = 202
     return response
 
 
-def relay(job: TurnJob | ContinueJob, on_disconnect: DisconnectPolicy = "continue") -> Response:
+def relay(
+    job: TurnJob | ContinueJob,
+    on_disconnect: DisconnectPolicy = "continue",
+    send: Sender = _send,
+) -> Response:
     svc = services()
     name = f"relayline:relay:{uuid.uuid4().hex}"
     reader = RedisChannelReader(svc.redis, name, timeout=svc.settings.relay_timeout)
@@ -172,14 +215,20 @@ def relay(job: TurnJob | ContinueJob, on_disconnect: DisconnectPolicy = "continu
     # has gone, and the segment's output still lands in its log and in history.
     reader.subscribe()
     try:
-        _send(job.to(Target("relay", name)))
+        sent = send(job.to(Target("relay", name)))
     except BaseException:
         reader.close()
         raise
     heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
     dropped = _stopper(svc, job.thread_id, job.run_id) if on_disconnect == "cancel" else None
-    body = _relayed(reader, job.protocol, job.thread_id, job.seed, heartbeat, dropped)
-    return Response(body, headers={**protocol(job.protocol).headers, **SSE_HEADERS})
+    preface = []
+    headers = {**protocol(job.protocol).headers, **SSE_HEADERS}
+    if sent.queued is not None:
+        headers["X-Relayline-Queued"] = str(sent.queued)
+        if job.protocol == "native":  # the only vocabulary with room for it
+            preface.append(encode_event(ProtocolEvent("queued", {"position": sent.queued})))
+    body = _relayed(reader, job.protocol, job.thread_id, job.seed, heartbeat, dropped, preface)
+    return Response(body, headers=headers)
 
 
 def _relayed(
@@ -189,12 +238,14 @@ def _relayed(
     seed: ClientSeed,
     heartbeat: float = HEARTBEAT_SECONDS,
     on_dropped: Callable[[], None] | None = None,
+    preface: Sequence[str] = (),
 ) -> Iterator[str]:
     """The SSE body. A client that goes away closes this generator, which drops only the
     subscription (the run goes on in the worker and its result lands in history), unless
     ``on_dropped`` is given: then it is called, to stop the run."""
     started = False
     try:
+        yield from preface
         for item in reader.events(heartbeat=heartbeat):
             if not isinstance(item, ProtocolEvent):
                 yield SSE_HEARTBEAT

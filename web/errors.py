@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, Response, jsonify
+from flask import Blueprint, Flask, Response, jsonify
 from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -28,7 +28,10 @@ def error_response(status: int, message: str, kind: str) -> Response:
     return response
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask | Blueprint) -> None:
+    """Answer errors as JSON: an application's (standalone) or a blueprint's (embedded:
+    the host's other routes keep their own error pages)."""
+
     @app.errorhandler(RelaylineError)
     def refused(exc: RelaylineError) -> Response:
         status = http_status(exc)
@@ -50,7 +53,10 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
-        return error_response(exc.code or 500, exc.description or exc.name, type(exc).__name__)
+        response = error_response(exc.code or 500, exc.description or exc.name, type(exc).__name__)
+        # The exception's own headers (WWW-Authenticate of a 401, Allow of a 405) stay.
+        response.headers.extend((k, v) for k, v in exc.get_headers() if k != "Content-Type")
+        return response
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:

@@ -16,8 +16,8 @@ from web.dispatch import (
     current_run,
     deliver,
     json_body,
-    refuse_if_busy,
 )
+from web.multitask import make_room, strategy
 from web.resume import active_reader, resumed_response
 from web.services import services
 
@@ -38,7 +38,8 @@ def post_message(thread_id: str) -> Response:
     if not isinstance(content, str) or not content.strip():
         raise InputTranslationError("The body needs a non-empty string 'content'.")
     check_size(content, MAX_MESSAGE_CHARS, "'content'")
-    refuse_if_busy(thread_id, current_run(thread))
+    chosen = strategy(services().registry.spec())
+    now = make_room(thread_id, current_run(thread), chosen)
     job = TurnJob(
         thread_id=thread_id,
         owner=user,
@@ -46,7 +47,7 @@ def post_message(thread_id: str) -> Response:
         run_id=new_run_id(),
         message=UserTurn(new_id("msg"), content),
     )
-    return deliver(job)
+    return deliver(job, now=now)
 
 
 def _continue(staged: Continuation, agent: Agent) -> Response:

@@ -4,11 +4,13 @@ tasks by name (web never imports ``worker``), and the agent registry."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import redis
 from celery import Celery
 from flask import Flask, current_app
 
+from shared.auth import IdentityTokens
 from shared.persistence import Store
 from shared.registry import AgentRegistry
 from shared.settings import Settings
@@ -21,6 +23,12 @@ class Services:
     redis: redis.Redis
     celery: Celery
     registry: AgentRegistry
+    #: the application's ``current_user`` (web.auth.UserLoader), else RELAYLINE_AUTH decides
+    user_loader: Callable[[], str | None] | None = None
+    #: RELAYLINE_AUTH=jwt's verifier (it caches the identity provider's keys)
+    identity: IdentityTokens | None = None
+    #: where the blueprints are mounted (``""`` at the root, else e.g. ``"/ai"``)
+    url_prefix: str = ""
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
@@ -32,6 +40,7 @@ class Services:
             redis=redis.Redis.from_url(settings.redis_url),
             celery=Celery("relayline-web", broker=settings.broker_url),
             registry=AgentRegistry.from_settings(settings),
+            identity=identity_tokens(settings),
         )
 
     def close(self) -> None:
@@ -40,6 +49,22 @@ class Services:
 
     def init_app(self, app: Flask) -> None:
         app.extensions["relayline"] = self
+
+
+def identity_tokens(settings: Settings) -> IdentityTokens | None:
+    """The verifier of RELAYLINE_AUTH=jwt (one per app: it caches the provider's keys)."""
+    if settings.auth != "jwt":
+        return None
+    config = settings.jwt
+    assert config.audience and config.issuer  # Settings refuses jwt mode without them
+    return IdentityTokens(
+        audience=config.audience,
+        issuer=config.issuer,
+        algorithms=config.accepted_algorithms,
+        secret=config.secret,
+        jwks_url=config.jwks_url,
+        user_claim=config.user_claim,
+    )
 
 
 def services() -> Services:

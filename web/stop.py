@@ -29,6 +29,7 @@ from shared.agent.stop import StopOutcome, stop_thread
 from shared.jobs import DEFAULT_AGENT
 from web.auth import current_user, thread_for
 from web.bounds import MAX_ID_CHARS, json_body
+from web.sending import release_if_idle
 from web.services import Services, services
 
 logger = logging.getLogger("relayline.web")
@@ -42,6 +43,8 @@ DisconnectPolicy = Literal["continue", "cancel"]
 def stop(svc: Services, thread_id: str) -> StopOutcome:
     """Stop the thread's run (already authorized) and wake its worker."""
     outcome = stop_thread(svc.store, thread_id)
+    if outcome.stopped and not outcome.running:
+        release_if_idle(svc, thread_id)  # a settled wait frees the thread at once
     if outcome.running and outcome.run_id is not None:
         try:
             announce_stop(svc.redis, outcome.run_id)

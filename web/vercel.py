@@ -12,7 +12,8 @@ from shared.jobs import ContinueJob, TurnJob, UserTurn
 from shared.protocols.vercel import VercelAIInputTranslator, ui_messages
 from web.auth import current_user, thread_for
 from web.bounds import check_vercel
-from web.dispatch import current_run, deliver, json_body, refuse_if_busy, refuse_replay
+from web.dispatch import current_run, deliver, json_body, refuse_replay
+from web.multitask import make_room, strategy
 from web.resume import active_reader, resumed_response
 from web.services import services
 
@@ -44,14 +45,14 @@ def post_chat() -> Response:
         )
         return deliver(continued)
     turn = translator.new_turn_text(payload)
-    refuse_if_busy(thread_id, current_run(thread))
+    now = make_room(thread_id, current_run(thread), strategy(agent.spec))
     message = UserTurn(turn.id or new_id("msg"), turn.text)
     stored = services().store.stored_message_ids(thread_id, [message.id])
     refuse_replay(thread_id, message.id, stored)
     job = TurnJob(
         thread_id=thread_id, owner=user, protocol="vercel", run_id=new_run_id(), message=message
     )
-    return deliver(job)
+    return deliver(job, now=now)
 
 
 @bp.get("/api/chat/<thread_id>")

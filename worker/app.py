@@ -36,6 +36,10 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
+        # Many turns per process: a turn mostly waits on its model (RELAYLINE_WORKER_POOL,
+        # RELAYLINE_WORKER_CONCURRENCY; the README gives the reason and the sizing rules).
+        worker_pool=settings.worker_pool,
+        worker_concurrency=settings.worker_concurrency,
         task_soft_time_limit=TASK_SOFT_TIME_LIMIT,
         task_time_limit=TASK_TIME_LIMIT,
         broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT},
@@ -44,6 +48,10 @@ def make_celery(settings: Settings | None = None) -> Celery:
         # Undecodable messages go to the dead-letter list as well (worker.guard).
         worker_consumer="worker.guard:GuardedConsumer",
     )
+    if settings.queue:
+        # RELAYLINE_QUEUE: what this app sends (timers, recoveries) goes there, and a
+        # worker started without -Q consumes it, so turns run on dedicated workers.
+        app.conf.task_default_queue = settings.queue
     return app
 
 

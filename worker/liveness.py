@@ -10,6 +10,14 @@ whose heartbeat lapsed: ``relayline.recover_run`` continues it from its last che
 at the attempt it was seen at, and admitting the recovery moves the attempt on, so the
 lost worker (or a slow one that comes back) can never write again.
 
+A beat names its holder by host, pid, a boot id of the process and a token of its own
+(``host:pid:boot:token``). Under the threads pool every task of a worker shares one pid,
+so "our pid" says nothing about whether the run is still executed: the process keeps the
+tokens of the heartbeats open in it now (``_open``), and a beat of this very process is
+its holder's only while its token is open. A beat of a process of this host that is gone
+(a killed prefork child) lapses at once, as before; the boot id keeps a reused pid from
+passing for the old process.
+
 Why a sweeper in every worker rather than a Celery beat schedule: operators run
 workers already (the Procfile has web and worker); a beat process is one more thing to
 forget, and one that is down would silently stop recovery. The lock keeps the sweeps
@@ -23,6 +31,7 @@ import logging
 import os
 import socket
 import threading
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -74,13 +83,23 @@ class Heartbeat:
         self.ttl_ms = int(ttl * 1000)
         self.interval = interval
         self.keep_job = int(keep_job)
+        #: this heartbeat's own holder stamp: a duplicate in the same process never
+        #: renews or drops the holder's beat
+        self.stamp = f"{holder()}:{uuid.uuid4().hex[:16]}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Heartbeat:
+        _opened(self.stamp)
         try:
-            if self._beat(force=self.take):
-                recorded = dumps(self.job.to_json())
+            recorded = dumps(self.job.to_json())
+            if self.take:
+                # One round trip for both (a fixed cost of every turn).
+                pipe = self.client.pipeline(transaction=False)
+                pipe.set(self.key, self._holder(), px=self.ttl_ms)
+                pipe.set(job_key(self.job.run_id), recorded, ex=self.keep_job)
+                pipe.execute()
+            elif self._beat(force=False):
                 self.client.set(job_key(self.job.run_id), recorded, ex=self.keep_job)
         except redis.RedisError:
             # The run still executes into history; the renewals below keep trying.
@@ -99,6 +118,7 @@ class Heartbeat:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        _closed(self.stamp)
         try:
             # Not executed here any more: a run this task left ``running`` is swept. Only
             # our own beat: a duplicate that never ran the run must not end the holder's.
@@ -107,7 +127,7 @@ class Heartbeat:
             logger.warning("could not drop the heartbeat of run %s", self.job.run_id)
 
     def _holder(self) -> str:
-        return holder()
+        return self.stamp
 
     def _beat(self, *, force: bool) -> bool:
         """Set the beat (``force``), or renew it when it is ours or nobody's."""
@@ -124,27 +144,59 @@ class Heartbeat:
                 logger.warning("could not renew the heartbeat of run %s", self.job.run_id)
 
 
+#: the stamps of the heartbeats open in this process, and their lock (pool threads open
+#: and close them concurrently)
+_open: set[str] = set()
+_open_lock = threading.Lock()
+#: (pid, boot id) of this process; built again after a fork
+_boot: tuple[int, str] | None = None
+
+
+def _opened(stamp: str) -> None:
+    with _open_lock:
+        _open.add(stamp)
+
+
+def _closed(stamp: str) -> None:
+    with _open_lock:
+        _open.discard(stamp)
+
+
+def boot_id() -> str:
+    """A random id of this process, new in each forked child."""
+    global _boot
+    if _boot is None or _boot[0] != os.getpid():
+        _boot = (os.getpid(), uuid.uuid4().hex[:12])
+    return _boot[1]
+
+
 def holder() -> str:
-    """This process, as a heartbeat names its holder."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This process, as a heartbeat names its holder: ``host:pid:boot``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{boot_id()}"
 
 
 def holder_alive(client: redis.Redis, run_id: str) -> bool:
-    """Whether another process holds ``run_id``'s heartbeat and may be alive: the beat
-    is live and names another host (whose processes we cannot see) or a process of this
-    host that exists. A holder of this host that is gone (a killed pool child) is not."""
+    """Whether a task that may be alive holds ``run_id``'s heartbeat: the beat is live
+    and names another host (whose processes we cannot see), a process of this host that
+    exists, or a heartbeat open in this very process now (another pool thread executes
+    the run). A holder of this host that is gone (a killed pool child) is not, nor a
+    beat of this process that no open heartbeat owns (left by a task that ended)."""
     raw = cast(bytes | None, client.get(heartbeat_key(run_id)))
     if raw is None:
         return False
-    host, _, pid_text = raw.decode("utf-8", "replace").rpartition(":")
-    if host != socket.gethostname():
+    stamp = raw.decode("utf-8", "replace")
+    parts = stamp.split(":")
+    if len(parts) < 2 or parts[0] != socket.gethostname():
         return True
     try:
-        pid = int(pid_text)
+        pid = int(parts[1])
     except ValueError:
         return True
     if pid == os.getpid():
-        return False  # a prefork child runs one task at a time: our beat is a stale one
+        if len(parts) < 4 or parts[2] != boot_id():
+            return False  # an older process's stamp on a reused pid (or the old format)
+        with _open_lock:
+            return stamp in _open
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

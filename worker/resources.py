@@ -1,17 +1,27 @@
 """Per-process resources of a worker: the store, Redis and the agent registry.
 
-Built lazily in each process (after the prefork pool forks), never shared across fork."""
+Built lazily once per process (after the prefork pool forks; never shared across fork)
+and shared by every task of that process. Under the threads pool, up to
+``RELAYLINE_WORKER_CONCURRENCY`` turns use them at once, so each is thread-safe: the
+store's engine hands each thread its own pooled connection (a pool as large as the
+concurrency, so no turn waits for another's connection), the Redis client's connection
+pool does the same, and the agent registry builds each agent spec once under a lock."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 
 import redis
 
 from shared.persistence import Store
 from shared.registry import AgentRegistry
 from shared.settings import Settings
+
+#: database connections beyond one per turn: the sweeper, and turns that briefly hold
+#: a second one (a read beside an open write)
+EXTRA_CONNECTIONS = 4
 
 
 @dataclasses.dataclass
@@ -23,19 +33,35 @@ class Resources:
 
 
 _current: tuple[int, Resources] | None = None
+#: pool threads asking at once build the resources once
+_building = threading.Lock()
+
+
+def pool_options(settings: Settings) -> dict[str, int]:
+    """Engine pool options for a worker that runs ``worker_concurrency`` turns at once."""
+    return {
+        "pool_size": settings.worker_concurrency,
+        "max_overflow": EXTRA_CONNECTIONS,
+        # A turn waits this long for a connection before its write fails (never forever).
+        "pool_timeout": 30,
+    }
 
 
 def resources() -> Resources:
     global _current
-    if _current is None or _current[0] != os.getpid():
-        settings = Settings.from_env()
-        if not settings.redis_url:
-            raise RuntimeError("Set REDIS_URL for the worker.")
-        built = Resources(
-            settings=settings,
-            store=Store(settings.database_url, migrate=False),
-            redis=redis.Redis.from_url(settings.redis_url),
-            registry=AgentRegistry.from_settings(settings),
-        )
-        _current = (os.getpid(), built)
-    return _current[1]
+    current = _current
+    if current is not None and current[0] == os.getpid():
+        return current[1]
+    with _building:
+        if _current is None or _current[0] != os.getpid():
+            settings = Settings.from_env()
+            if not settings.redis_url:
+                raise RuntimeError("Set REDIS_URL for the worker.")
+            built = Resources(
+                settings=settings,
+                store=Store(settings.database_url, migrate=False, **pool_options(settings)),
+                redis=redis.Redis.from_url(settings.redis_url),
+                registry=AgentRegistry.from_settings(settings),
+            )
+            _current = (os.getpid(), built)
+        return _current[1]

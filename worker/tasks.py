@@ -24,7 +24,9 @@ import redis
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
+from channels.log import LogLimits
 from channels.stops import process_watcher
+from channels.turns import queued, release_next
 from shared.agent import Agent, Continuation
 from shared.agent.agent import Segment
 from shared.agent.segment import drain
@@ -59,10 +61,11 @@ from shared.jobs import (
 from shared.messages import Message
 from shared.protocols import adapter_factory, failure_frames
 from shared.protocols.agui.seed import agui_seed
+from shared.records import ACTIVE_STATUSES
 from shared.tools import redactions
 from worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
-from worker.guard import GuardedRequest
 from worker.liveness import Heartbeat, Sweeper, holder_alive
+from worker.registration import relayline_task
 from worker.resources import Resources, resources
 from worker.targets import channel_factory, push_target, with_segment
 
@@ -141,15 +144,37 @@ def _execute(
     res = resources()
     # Before our own beat is set: it would hide the holder's.
     alive = _holder_alive(res, job.run_id)
-    record = res.store.run(job.thread_id, job.run_id)
+    # Read only when a holder lives (a fixed cost a turn with no other holder skips).
+    record = res.store.run(job.thread_id, job.run_id) if alive else None
     if alive and record is not None and record.status == "running":
         if record.checkpoint.get("executor") == task.request.id:
             logger.warning("task %s redelivered while run %s lives on", task.request.id, job.run_id)
             return "held elsewhere"  # the same job: its holder serves this target and stream
         _publish_failure(res, with_segment(job, res.redis), ELSEWHERE)
         return "held elsewhere"
-    with _heartbeat(res, job, take=not alive):
-        return _execute_beating(task, res, with_segment(job, res.redis), build)
+    try:
+        with _heartbeat(res, job, take=not alive):
+            return _execute_beating(task, res, with_segment(job, res.redis), build)
+    finally:
+        _release_queued(res, job.thread_id)
+
+
+def _release_queued(res: Resources, thread_id: str) -> None:
+    """Start the thread's next queued turn (double texting) once its run has ended."""
+    try:
+        if not queued(res.redis, thread_id):
+            return  # the common case: one Redis read, no database read
+        record = res.store.current_run(thread_id)
+        if record is not None and record.status in ACTIVE_STATUSES:
+            return
+        release_next(res.redis, thread_id, LogLimits.from_settings(res.settings), _send_by_name)
+    except Exception:  # the turn stays queued; the next run's end releases it
+        logger.exception("could not release the queued turn of thread %s", thread_id)
+
+
+def _send_by_name(task: str, job: TurnJobJSON) -> None:
+    shown = f"{{'job': <{task} thread={job['threadId']} run={job['runId']}>}}"
+    app.send_task(task, kwargs={"job": job}, argsrepr="()", kwargsrepr=shown)
 
 
 def _holder_alive(res: Resources, run_id: str) -> bool:
@@ -239,7 +264,7 @@ def _schedule_expiry(state: RunState, job: AnyJob) -> None:
     expire_wait.apply_async(kwargs={"job": expiry.to_json()}, eta=request.expires_at)
 
 
-@app.task(name=RUN_TURN, bind=True, Request=GuardedRequest)
+@relayline_task(RUN_TURN)
 def run_turn(self: Task[[TurnJobJSON], str], job: TurnJobJSON) -> str:
     turn = TurnJob.from_json(job)
 
@@ -255,7 +280,7 @@ def run_turn(self: Task[[TurnJobJSON], str], job: TurnJobJSON) -> str:
     return _execute(self, turn, build)
 
 
-@app.task(name=CONTINUE_RUN, bind=True, Request=GuardedRequest)
+@relayline_task(CONTINUE_RUN)
 def continue_run(self: Task[[ContinueJobJSON], str], job: ContinueJobJSON) -> str:
     staged_job = ContinueJob.from_json(job)
 
@@ -271,13 +296,16 @@ def continue_run(self: Task[[ContinueJobJSON], str], job: ContinueJobJSON) -> st
     return _execute(self, staged_job, build)
 
 
-@app.task(name=EXPIRE_WAIT, bind=True, Request=GuardedRequest)
+@relayline_task(EXPIRE_WAIT)
 def expire_wait(self: Task[[ExpireJobJSON], str], job: ExpireJobJSON) -> str:
     """Settles the wait's pending calls with timeout errors, unless the run moved on."""
     expiry = ExpireJob.from_json(job)
     res = resources()
-    with _heartbeat(res, expiry, take=not _holder_alive(res, expiry.run_id)):
-        return _expire(self, res, with_segment(expiry, res.redis))
+    try:
+        with _heartbeat(res, expiry, take=not _holder_alive(res, expiry.run_id)):
+            return _expire(self, res, with_segment(expiry, res.redis))
+    finally:
+        _release_queued(res, expiry.thread_id)
 
 
 def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:
@@ -295,7 +323,7 @@ def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:
         return "failed"
 
 
-@app.task(name=RECOVER_RUN, bind=True, Request=GuardedRequest)
+@relayline_task(RECOVER_RUN)
 def recover_run(self: Task[[RecoverJobJSON], str], job: RecoverJobJSON) -> str:
     """Continue a run whose worker was lost, from its last checkpoint, unless it moved on
     since the sweeper saw it (another recovery, or its own task redelivered)."""

@@ -204,7 +204,7 @@ class RunLoop:
             if self._cancelled():
                 return self.record
             if self.record.checkpoint.get("batch") is None:
-                return self.write(status="completed", interrupt=None, lease_expires_at=None)
+                return self.record  # _infer completed the run with the answer
 
     def _infer(self, step: int) -> Generator[Item, None, None]:
         message_id = new_id("msg")
@@ -242,7 +242,17 @@ class RunLoop:
                 "resultMessageId": new_id("msg"),
                 "calls": calls,
             }
-        self.write(append=[assistant], checkpoint=checkpoint, accepted=Accepted())
+        if calls:
+            self.write(append=[assistant], checkpoint=checkpoint, accepted=Accepted())
+        else:  # the answer ends the turn: one commit for both (fewer commits per turn)
+            self.write(
+                append=[assistant],
+                checkpoint=checkpoint,
+                accepted=Accepted(),
+                status="completed",
+                interrupt=None,
+                lease_expires_at=None,
+            )
         yield StepFinished("model", {"step": step})
         for call in calls:
             yield ToolCallChunk(message_id, batches.call_info(call, Accepted(), with_result=False))

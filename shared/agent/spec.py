@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Literal
 
 from shared.providers.base import Provider
 from shared.run_state import RunState
 from shared.tools import AnyTool, FrontendTool, Tool
+
+MultitaskStrategy = Literal["reject", "interrupt", "enqueue"]
+MULTITASK_STRATEGIES: tuple[MultitaskStrategy, ...] = ("reject", "interrupt", "enqueue")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,8 +29,16 @@ class AgentSpec:
     suggestions: Sequence[str] = ()
     max_steps: int = 10
     frontend_wait_timeout: float | None = None
+    #: a new turn while a run holds the thread (double texting): refused with 409,
+    #: ``interrupt`` (stop the run, then start), or ``enqueue`` (start when it ends);
+    #: a request's ``?multitask=`` overrides it
+    multitask: MultitaskStrategy = "reject"
 
     def __post_init__(self) -> None:
+        if self.multitask not in MULTITASK_STRATEGIES:
+            raise ValueError(
+                f"AgentSpec.multitask must be one of {', '.join(MULTITASK_STRATEGIES)}."
+            )
         if self.max_steps < 1:
             raise ValueError("AgentSpec.max_steps must be at least 1.")
         if self.frontend_wait_timeout is not None and self.frontend_wait_timeout <= 0:

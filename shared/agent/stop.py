@@ -11,6 +11,8 @@ thread takes the next turn as soon as the run is ``cancelled``.
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 
 from shared import batch as batches
 from shared.errors import ConflictError
@@ -74,3 +76,17 @@ def cancel_suspended(store: Store, record: RunRecord) -> RunRecord:
         checkpoint=checkpoint,
         lease_expires_at=None,
     )
+
+
+def wait_stopped(
+    store: Store, thread_id: str, run_id: str, timeout: float, poll: float = 0.02
+) -> RunRecord | None:
+    """The run once it is no longer running (None when it is gone), waiting at most
+    ``timeout`` seconds for its executor to act on a stop; then the run as it stands."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()  # never set: a bounded wait between reads of the record
+    while True:
+        record = store.run(thread_id, run_id)
+        if record is None or record.status != "running" or time.monotonic() >= deadline:
+            return record
+        pause.wait(poll)

@@ -16,6 +16,8 @@ threads = sa.Table(
     sa.Column("current_run_id", sa.String(128), nullable=True),
     sa.Column("version", sa.Integer, nullable=False, server_default="0"),
     sa.Column("created", sa.DateTime(timezone=True), nullable=False),
+    # A person's thread list (``Store.list_threads``) filters by owner.
+    sa.Index("ix_threads_owner", "owner"),
 )
 
 messages = sa.Table(

@@ -81,6 +81,22 @@ class RunRecord:
     stop_requested: datetime | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class ThreadSummary:
+    """One line of a person's thread list: ``title`` is the first user message's text
+    (cut to ``TITLE_CHARS``), ``updated`` the current run's last write (else the
+    thread's creation), ``status`` the current run's status (None before any run)."""
+
+    id: str
+    title: str
+    updated: datetime
+    status: RunStatus | None
+
+
+#: characters of the first message a thread's title keeps
+TITLE_CHARS = 80
+
+
 class Store:
     """Persistence for threads, messages and runs. Safe to share between threads; each
     process builds its own (engines are not shared across fork)."""
@@ -125,6 +141,50 @@ class Store:
                 threads.insert().values(id=thread_id, owner=owner, version=0, created=utcnow())
             )
             return ThreadRecord(thread_id, owner, None, 0)
+
+    def list_threads(
+        self, owner: str, *, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[ThreadSummary]:
+        """``owner``'s threads, the most recently updated first (ties by id, descending);
+        a page starts after the ``(updated, id)`` of the previous page's last line."""
+        if limit < 1:
+            raise ValueError("limit must be a positive integer.")
+        updated = sa.func.coalesce(runs.c.updated, threads.c.created).label("updated")
+        query = (
+            sa.select(threads.c.id, updated, runs.c.status)
+            .select_from(
+                threads.outerjoin(
+                    runs,
+                    sa.and_(
+                        runs.c.thread_id == threads.c.id,
+                        runs.c.run_id == threads.c.current_run_id,
+                    ),
+                )
+            )
+            .where(threads.c.owner == owner)
+        )
+        if after is not None:
+            moment, last_id = after
+            query = query.where(
+                sa.or_(updated < moment, sa.and_(updated == moment, threads.c.id < last_id))
+            )
+        query = query.order_by(updated.desc(), threads.c.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            rows = list(conn.execute(query))
+            titles = _titles(conn, [r.id for r in rows])
+        return [
+            ThreadSummary(r.id, titles.get(r.id, ""), _aware(r.updated) or utcnow(), r.status)
+            for r in rows
+        ]
+
+    def delete_thread(self, thread_id: str) -> bool:
+        """Delete the thread with its messages and runs, in one transaction; whether it
+        existed."""
+        with self.engine.begin() as conn:
+            conn.execute(messages.delete().where(messages.c.thread_id == thread_id))
+            conn.execute(runs.delete().where(runs.c.thread_id == thread_id))
+            gone = conn.execute(threads.delete().where(threads.c.id == thread_id))
+            return gone.rowcount == 1
 
     # messages ------------------------------------------------------------
 
@@ -337,9 +397,32 @@ class Store:
         return moment is not None
 
 
+def _titles(conn: Connection, thread_ids: Sequence[str]) -> dict[str, str]:
+    """Each thread's first user message text, cut to ``TITLE_CHARS`` (one query)."""
+    if not thread_ids:
+        return {}
+    first = (
+        sa.select(sa.func.min(messages.c.id))
+        .where(messages.c.thread_id.in_(thread_ids), messages.c.role == "user")
+        .group_by(messages.c.thread_id)
+    )
+    rows = conn.execute(
+        sa.select(messages.c.thread_id, messages.c.content).where(messages.c.id.in_(first))
+    )
+    titles: dict[str, str] = {}
+    for row in rows:
+        text = Message.from_stored("", "user", json.loads(row.content), None).text
+        titles[row.thread_id] = " ".join(text.split())[:TITLE_CHARS]
+    return titles
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
+    # NORMAL in WAL: a commit is not fsynced, only each checkpoint is. A crash of the
+    # process loses nothing; a power loss may lose the last commits, never the file's
+    # consistency (the README states the trade-off). PostgreSQL is unchanged.
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 

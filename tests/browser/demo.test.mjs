@@ -152,7 +152,34 @@ async function journey(page) {
   assert.equal(await answer(page, 'Weather report').count(), 0, 'the old thread is gone from view');
   step('new conversation');
 
-  return { threadId, freshThreadId: fresh, title, reason };
+  // Stop: a long answer stops mid-way, stays shown as stopped, and so after a reload.
+  await page.getByRole('button', { name: 'New conversation' }).click();
+  const storyThreadId = await currentThread(page);
+  await send(page, 'Tell me a story');
+  await answer(page, 'Once upon a time').waitFor();
+  await page.getByRole('button', { name: 'Stop' }).click();
+  const stopped = page.locator('.msg.assistant.stopped .stopped-note', { hasText: 'Stopped' });
+  await stopped.waitFor();
+  await page.getByLabel('Message', { exact: true }).fill(''); // the composer is free again
+  const partial = await page.locator('.msg.assistant.stopped p.text').textContent();
+  assert.ok(!partial.includes('until morning'), 'the answer stopped before its end');
+  await page.reload({ waitUntil: 'load' });
+  await stopped.waitFor();
+  step('stop a running answer; reload shows it stopped');
+
+  // Conversations: the list offers the earlier ones; open one, then delete the story.
+  const threads = page.locator('#threads');
+  const firstItem = threads.locator(`[data-thread-id="${threadId}"]`);
+  await firstItem.getByRole('button', { name: /^Open conversation/ }).click();
+  await answer(page, 'Weather report: sunny and 21 °C in Lisbon.').waitFor();
+  assert.equal(await currentThread(page), threadId);
+  const storyItem = threads.locator(`[data-thread-id="${storyThreadId}"]`);
+  await storyItem.getByRole('button', { name: /^Delete conversation/ }).click();
+  await storyItem.waitFor({ state: 'detached' });
+  assert.equal(await currentThread(page), threadId, 'deleting another conversation keeps this one');
+  step('conversation list: open an earlier one, delete another');
+
+  return { threadId, freshThreadId: fresh, storyThreadId, title, reason, partial };
 }
 
 /**

@@ -53,6 +53,11 @@ WRITES = [
         "/agui",
         {"threadId": "ann-thread", "messages": [{"id": "u", "role": "user", "content": "hi"}]},
     ),
+    # Stopping is authorized like writing.
+    ("/api/threads/ann-thread/cancel", {}),
+    ("/api/chat/ann-thread/stop", {}),
+    ("/agent/default/stop/ann-thread", {}),
+    ("/agui/stop/ann-thread", {}),
 ]
 
 
@@ -85,3 +90,17 @@ def test_resuming_is_authorized_like_reading(client: FlaskClient, path: str) -> 
     assert other.status_code == 404
     assert other.get_json() == {"error": "Thread 'ann-thread' was not found.", "type": "NotFound"}
     assert client.get(path).status_code == 401
+
+
+def test_a_thread_is_listed_and_deleted_by_its_owner_only(client: FlaskClient) -> None:
+    listed = client.get("/api/threads", headers=bearer("ann")).get_json()
+    assert [t["threadId"] for t in listed["threads"]] == ["ann-thread"]
+    assert client.get("/api/threads", headers=bearer("bob")).get_json()["threads"] == []
+    assert client.get("/api/threads").status_code == 401
+    assert client.delete("/api/threads/ann-thread", headers=bearer("bob")).status_code == 404
+    assert client.delete("/api/threads/ann-thread").status_code == 401
+    assert client.get("/api/threads/ann-thread", headers=bearer("ann")).status_code == 200
+    assert client.delete("/api/threads/ann-thread", headers=bearer("ann")).status_code == 204
+    for path in READS:
+        assert client.get(path, headers=bearer("ann")).status_code == 404
+    assert client.delete("/api/threads/ann-thread", headers=bearer("ann")).status_code == 404

@@ -15,14 +15,18 @@ from typing import Any
 
 import pytest
 import requests
+from flask import Flask
 
+from relayline import Relayline
 from shared.ids import THREAD_ID_PATTERN
 from shared.persistence import Store
+from shared.settings import Settings
+from tests.support.host_app import HostServer
 from tests.support.mercure_hub import MercureHub
 from tests.support.push_stack import PushStack, push_stack
 from tests.support.redis_server import RedisDatabases
 from tests.support.soketi import Soketi
-from tests.support.stack import running_stack, stack_env
+from tests.support.stack import Worker, running_stack, stack_env
 
 pytestmark = pytest.mark.integration
 
@@ -85,7 +89,8 @@ def test_page_and_assets_are_served_with_a_strict_policy(demo_stack: str) -> Non
         served = requests.get(f"{demo_stack}/demo/static/{asset}", timeout=10)
         assert served.status_code == 200, asset
         assert served.headers["Content-Type"].startswith(kind), asset
-        assert f"/demo/static/{asset}" in page.text
+        # Relative to the page, so the page works wherever relayline is mounted.
+        assert f'"demo/static/{asset}"' in page.text
     script = requests.get(demo_stack + "/demo/static/demo.js", timeout=10).text
     assert "innerHTML" not in script  # model output is only ever set as text
     consumer = requests.get(demo_stack + "/demo/static/relayline-consumer.js", timeout=10)
@@ -111,7 +116,7 @@ def test_demo_page_in_chromium(demo_stack: str, node: str, tmp_path: Path) -> No
     )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     steps = [line for line in done.stdout.splitlines() if line.startswith("ok - ")]
-    assert len(steps) == 7, done.stdout
+    assert len(steps) == 9, done.stdout
     assert screenshot.is_file()
     assert screenshot.read_bytes()[:8] == PNG_SIGNATURE
 
@@ -139,6 +144,62 @@ def test_demo_page_in_chromium(demo_stack: str, node: str, tmp_path: Path) -> No
     assert thread["run"]["status"] == "completed"
     fresh = requests.get(f"{demo_stack}/api/chat/{result['freshThreadId']}", timeout=10).json()
     assert [m["role"] for m in fresh["messages"]] == ["user", "assistant"]
+    # The stopped story was deleted from the page's list: it is gone from the server.
+    story = requests.get(f"{demo_stack}/api/chat/{result['storyThreadId']}", timeout=10)
+    assert story.status_code == 404
+    assert result["partial"].startswith("Once upon a time")
+    listed = requests.get(f"{demo_stack}/api/threads", timeout=10).json()["threads"]
+    assert {result["threadId"], result["freshThreadId"]} <= {t["threadId"] for t in listed}
+    assert result["storyThreadId"] not in {t["threadId"] for t in listed}
+
+
+@pytest.fixture(scope="module")
+def prefixed_demo(
+    tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases
+) -> Iterator[str]:
+    """The demo agent behind a host application that mounts relayline at ``/ai``;
+    yields the host's base URL."""
+    workdir = tmp_path_factory.mktemp("demo-prefixed")
+    database_url = f"sqlite:///{workdir / 'db.sqlite'}"
+    Store(database_url).dispose()
+    with redis_databases.database("prefixed demo page stack") as redis_url:
+        env = {
+            **stack_env(redis_url, database_url, workdir),
+            "RELAYLINE_AGENT": "relayline.demo:build",
+        }
+        worker = Worker(env, "prefixed")
+        try:
+            host = Flask("host")
+            Relayline(host, url_prefix="/ai", settings=Settings.from_env(env))
+            server = HostServer(host)
+            try:
+                yield server.url
+            finally:
+                server.stop()
+        finally:
+            worker.stop()
+
+
+def test_demo_page_under_a_prefix_in_chromium(
+    prefixed_demo: str, node: str, tmp_path: Path
+) -> None:
+    """The same browser run with the page at ``/ai/``: every request the page makes
+    (assets, config, turns, reloads) must find relayline under the prefix."""
+    screenshot = tmp_path / "demo.png"
+    done = subprocess.run(
+        [node, str(BROWSER_DIR / "demo.test.mjs"), f"{prefixed_demo}/ai/", str(screenshot)],
+        cwd=BROWSER_DIR,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert len([line for line in done.stdout.splitlines() if line.startswith("ok - ")]) == 9
+    result: dict[str, Any] = json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0])
+    thread = requests.get(f"{prefixed_demo}/ai/api/threads/{result['threadId']}", timeout=10)
+    assert thread.json()["run"]["status"] == "completed"
+    assert requests.get(f"{prefixed_demo}/api/threads/{result['threadId']}").status_code == 404
 
 
 # ---------------------------------------------------------------------------------------

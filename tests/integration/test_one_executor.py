@@ -1,6 +1,8 @@
-"""Never two executors, against real workers (prefork, 2 children) on a Redis server of
-this test's own: the worker's Redis connections dropped mid-tool (CLIENT KILL, no data
-lost) make Celery requeue the task, and the other child gets it while the holder lives;
+"""Never two executors, against a real worker (the default threads pool) on a Redis
+server of this test's own: the worker's Redis connections dropped mid-tool (CLIENT KILL,
+no data lost) make Celery requeue the task, and another pool thread of the same process
+gets it while the holder lives (same pid: only the open-heartbeat registry tells them
+apart);
 duplicate identical approvals race for one suspended run. The tool runs once, the run
 goes on once, and no client is told "The run failed."."""
 
@@ -67,7 +69,7 @@ def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> N
 def stack(tmp_path: Path, address: str) -> Iterator[tuple[WebServer, Worker]]:
     web_env = fresh_env(tmp_path, f"redis://{address}/0")
     worker_env = {**web_env, "REDIS_URL": f"redis://{WORKER_USER}:pw@{address}/0"}
-    worker = Worker(worker_env, "w0", concurrency=2)
+    worker = Worker(worker_env, "w0")
     web: WebServer | None = None
     try:
         web = WebServer(web_env)
@@ -98,7 +100,7 @@ def test_dropped_worker_connections_mid_tool_run_the_tool_once(tmp_path: Path) -
         finally:
             admin.close()
         assert killed >= 1
-        # The requeued task reaches the other child; it must leave the live run alone.
+        # The requeued task reaches another pool thread; it must leave the live run alone.
         _until(
             lambda: count(tmp_path, "gate.reached") > 1 or "lives on" in worker.log.read_text(),
             "the redelivery",

@@ -17,7 +17,14 @@ from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.postgres import fresh_database
 from tests.support.redis_server import RedisDatabases
-from tests.support.stack import WebServer, Worker, fresh_env, running_stack, stack_env
+from tests.support.stack import (
+    DEFAULT_POOL,
+    WebServer,
+    Worker,
+    fresh_env,
+    running_stack,
+    stack_env,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -81,13 +88,17 @@ def _stack(database_url: str, counts: Path, redis_url: str) -> Iterator[Stack]:
 
 @contextmanager
 def own_stack(
-    tmp_path: Path, redis_databases: RedisDatabases, workers: int = 1, **env: str
+    tmp_path: Path,
+    redis_databases: RedisDatabases,
+    workers: int = 1,
+    pool: str = DEFAULT_POOL,
+    **env: str,
 ) -> Iterator[Stack]:
     """A stack of its own (for tests that change the workers' environment), on a Redis
     database apart from the module's stack."""
     with redis_databases.database(f"pipeline own stack {tmp_path.name}") as redis_url:
         full_env = fresh_env(tmp_path, redis_url, **env)
-        with running_stack(full_env, workers=workers) as (web, started):
+        with running_stack(full_env, workers=workers, pool=pool) as (web, started):
             yield Stack(web, started, tmp_path, full_env["DATABASE_URL"])
 
 
@@ -193,8 +204,12 @@ def test_worker_killed_after_a_backend_tool_is_redelivered_without_rerunning_it(
     tmp_path: Path, redis_databases: RedisDatabases
 ) -> None:
     # The second model call SIGKILLs the pool process: the weather tool ran and was
-    # checkpointed just before.
-    with own_stack(tmp_path, redis_databases, RELAYLINE_TEST_SIGKILL_ON_CALL="2") as stack:
+    # checkpointed just before. Prefork: only a pool child dies and its main process
+    # redelivers the task at once (under threads the whole worker would go; that case
+    # is test_worker_loss.py's).
+    with own_stack(
+        tmp_path, redis_databases, pool="prefork", RELAYLINE_TEST_SIGKILL_ON_CALL="2"
+    ) as stack:
         user = {"id": "u-k1", "role": "user", "content": "Weather please"}
         events = stack.sse("/agui", agui_body("k-1", "r1", [user]))
         assert count(tmp_path, "killed") == 1

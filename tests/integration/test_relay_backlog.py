@@ -42,7 +42,8 @@ def test_turns_whose_relay_reader_is_gone_do_not_wait_for_it(
         finally:
             sender.close()
         store = Store(env["DATABASE_URL"])
-        worker = Worker(env, "backlog")  # one slot: the backlog drains one task at a time
+        # One slot, so the backlog drains one task at a time (as waits would add up).
+        worker = Worker(env, "backlog", concurrency=1)
         try:
             started = time.monotonic()
             # Waiting 5 s per task, six tasks took at least 30 s; without the wait they

@@ -47,7 +47,10 @@ class CountingProvider:
                 os._exit(17)
             if count(self.counts, "killed") == 0:
                 bump(self.counts, "killed")
-                if self.kill_worker:
+                # A prefork child kills its worker's main process first; under the
+                # threads pool this process is the whole worker (never kill its parent,
+                # the test session).
+                if self.kill_worker and _is_celery_worker(os.getppid()):
                     os.kill(os.getppid(), signal.SIGKILL)
                 os.kill(os.getpid(), signal.SIGKILL)
         bump(self.counts, "model")
@@ -62,6 +65,13 @@ class CountingProvider:
         finally:
             if not finished:
                 bump(self.counts, "model.closed")
+
+
+def _is_celery_worker(pid: int) -> bool:
+    try:
+        return b"celery" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def bump(counts: Path, name: str) -> None:

@@ -1,5 +1,9 @@
 """The running pipeline for end-to-end tests: real Celery worker processes and the web
-app on a real port, against real Redis and a real database. Started and stopped by PID."""
+app on a real port, against real Redis and a real database. Started and stopped by PID.
+
+Workers run the default pool (threads: many turns in one process), as ``relayline
+worker`` does; a test that needs prefork semantics (a pool child it can kill apart from
+the worker's main process) asks for ``pool="prefork"`` and says why."""
 
 from __future__ import annotations
 
@@ -33,12 +37,32 @@ def stack_env(redis_url: str, database_url: str, counts: Path) -> dict[str, str]
     }
 
 
-class Worker:
-    """One ``celery worker`` process (prefork pool of ``concurrency`` children)."""
+#: the pool ``relayline worker`` runs by default (shared.settings.Settings.worker_pool)
+DEFAULT_POOL = "threads"
 
-    def __init__(self, env: dict[str, str], name: str, concurrency: int = 1) -> None:
+
+class Worker:
+    """One ``celery worker`` process: the threads pool (``concurrency`` turns at once,
+    default RELAYLINE_WORKER_CONCURRENCY) or, with ``pool="prefork"``, ``concurrency``
+    child processes (default 1)."""
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        name: str,
+        concurrency: int | None = None,
+        pool: str = DEFAULT_POOL,
+    ) -> None:
         self.log = Path(env["RELAYLINE_TEST_COUNTS"]) / f"{name}.log"
         self._log_handle = self.log.open("w")
+        self.pool = pool
+        if concurrency is None and pool == "prefork":
+            concurrency = 1
+        # worker.app reads the pool from the environment (a configured pool would
+        # override Celery's ``--pool prefork``).
+        env = {**env, "RELAYLINE_WORKER_POOL": pool}
+        if concurrency is not None:
+            env["RELAYLINE_WORKER_CONCURRENCY"] = str(concurrency)
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -49,8 +73,8 @@ class Worker:
                 "worker",
                 "-n",
                 f"{name}@%h",
-                "-c",
-                str(concurrency),
+                "--pool",
+                pool,
                 "--loglevel",
                 "INFO",
                 "--without-gossip",
@@ -109,13 +133,13 @@ class WebServer:
 
 @contextmanager
 def running_stack(
-    env: dict[str, str], workers: int = 1
+    env: dict[str, str], workers: int = 1, pool: str = DEFAULT_POOL
 ) -> Iterator[tuple[WebServer, list[Worker]]]:
     started: list[Worker] = []
     web: WebServer | None = None
     try:
         for index in range(workers):
-            started.append(Worker(env, f"w{index}"))
+            started.append(Worker(env, f"w{index}", pool=pool))
         web = WebServer(env)
         yield web, started
     finally:

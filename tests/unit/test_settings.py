@@ -110,7 +110,8 @@ def test_every_delivery_is_accepted(delivery: str) -> None:
 def test_invalid_auth_is_rejected() -> None:
     with pytest.raises(ValueError) as caught:
         Settings.from_env({"RELAYLINE_AUTH": "basic"})
-    assert str(caught.value) == "RELAYLINE_AUTH must be one of ('none', 'token'), got 'basic'."
+    expected = "RELAYLINE_AUTH must be one of ('none', 'token', 'jwt'), got 'basic'."
+    assert str(caught.value) == expected
 
 
 def test_invalid_delivery_is_rejected() -> None:

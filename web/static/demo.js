@@ -6,6 +6,9 @@
  *   POST /api/threads/<id>/approvals     {"<callId>": "approve" | ["reject", "why"]}
  *   GET  /api/chat/<id>                  Vercel UIMessage[] (used to redraw on reload)
  *   GET  /api/threads/<id>               {run: {status, interrupt}} (what the run waits for)
+ *   POST /api/threads/<id>/cancel        stop the running answer (or the open approval)
+ *   GET  /api/threads                    this person's conversations, newest first
+ *   DELETE /api/threads/<id>             erase a conversation
  *   GET  /demo/config                    the push deliveries this server offers
  *   POST /pusher/auth, GET /mercure/token?threadId=<id>   push subscriptions (docs/DESIGN.md section 3)
  *
@@ -24,6 +27,15 @@ import {
   subscribeToMercure,
   subscribeToPusher,
 } from './relayline-consumer.js';
+
+// Where relayline is mounted ('/', or e.g. '/ai/' inside a host application): this
+// module is served at <mount>demo/static/demo.js, and every route is under the mount.
+const MOUNT = new URL('../../', import.meta.url).pathname;
+
+/** The URL path of relayline's route `path` (written from the mount, e.g. '/api/chat'). */
+function route(path) {
+  return MOUNT + path.replace(/^\//, '');
+}
 
 const THREAD_KEY = 'relayline.demo.threadId';
 // The server's rule for thread ids: a stored value that breaks it is not ours.
@@ -67,7 +79,7 @@ const FRONTEND_TOOLS = {
 class RequestError extends Error {}
 
 /** The vendored pusher-js (MIT), loaded only when the server offers Pusher. */
-const PUSHER_SCRIPT = '/demo/static/vendor/pusher-with-encryption.min.js';
+const PUSHER_SCRIPT = route('/demo/static/vendor/pusher-with-encryption.min.js');
 // Where the last Mercure update this page saw is kept: {threadId, eventId}.
 const MERCURE_CURSOR_KEY = 'relayline.demo.mercureCursor';
 // The consumer's error when a segment ends with stream.failed: the protocol's own
@@ -80,7 +92,7 @@ function withDelivery(path, delivery) {
 }
 
 function postJSON(path, body, accept, signal) {
-  return fetch(path, {
+  return fetch(route(path), {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Accept: accept },
     body: JSON.stringify(body),
@@ -228,7 +240,7 @@ async function listenPusher(threadId, signal) {
     enabledTransports: ['ws', 'wss'],
     disableStats: true,
     cluster: 'mt1', // required by pusher-js; wsHost decides where it connects
-    channelAuthorization: { endpoint: '/pusher/auth', transport: 'ajax' },
+    channelAuthorization: { endpoint: route('/pusher/auth'), transport: 'ajax' },
   });
   const prefix = config.encrypted ? 'private-encrypted-' : 'private-';
   const name = `${prefix}thread-${threadId}`;
@@ -389,7 +401,7 @@ function explain(error, fallback) {
 
 /** GET JSON; null for 404 (a thread the server does not know yet). */
 async function getJSON(path, signal) {
-  const response = await fetch(path, { headers: { Accept: 'application/json' }, signal });
+  const response = await fetch(route(path), { headers: { Accept: 'application/json' }, signal });
   if (response.status === 404) return null;
   if (!response.ok) throw new RequestError(await errorMessage(response));
   return response.json();
@@ -590,6 +602,9 @@ function renderEvent(event) {
     case 'error':
       addError(event.message);
       break;
+    case 'cancelled':
+      markStopped(currentTurn());
+      break;
     default:
       // step-started / step-finished / custom / interrupt: nothing to draw.
       break;
@@ -634,6 +649,7 @@ function renderStoredMessage(message) {
       renderStoredToolPart(part);
     }
   }
+  if (message.metadata && message.metadata.stopped) markStopped(view.turn);
 }
 
 /** Vercel tool part states mapped onto the same card a live stream draws. */
@@ -677,6 +693,7 @@ function renderStoredToolPart(part) {
 const composer = $('#composer');
 const prompt = $('#prompt');
 const sendButton = $('#send');
+const stopButton = $('#stop');
 
 const chat = {
   threadId: '',
@@ -696,10 +713,48 @@ function setBusy(busy) {
   const blocked = busy || chat.awaitingApproval;
   prompt.disabled = blocked;
   sendButton.disabled = blocked;
+  // Stop ends a running answer, or an approval nobody wants to give any more.
+  stopButton.hidden = !blocked;
+  stopButton.disabled = !blocked;
   if (busy) statusLine.textContent = 'Working…';
   else if (chat.awaitingApproval) statusLine.textContent = 'Waiting for your decision.';
   else statusLine.textContent = '';
   if (!blocked) prompt.focus();
+}
+
+/**
+ * Ask the server to stop this conversation's run. A running answer ends on its own
+ * stream (a `cancelled` event); an open approval is settled by the server at once, so
+ * its card is closed here.
+ */
+async function stopRun() {
+  stopButton.disabled = true;
+  statusLine.textContent = 'Stopping…';
+  try {
+    const response = await fetch(route(api('cancel')), { method: 'POST' });
+    if (!response.ok) throw new RequestError(await errorMessage(response));
+    const outcome = await response.json();
+    if (!chat.busy && chat.awaitingApproval) {
+      chat.awaitingApproval = false;
+      for (const card of log.querySelectorAll('.approval:not(.decided)')) {
+        card.classList.add('decided');
+        card.querySelectorAll('button, input').forEach((node) => { node.disabled = true; });
+      }
+      if (outcome.stopped) markStopped(currentTurn());
+      setBusy(false);
+      loadThreads();
+    }
+  } catch (error) {
+    addError(explain(error, 'Could not stop the run.'));
+    stopButton.disabled = false;
+  }
+}
+
+/** Mark an answer as stopped by the person (live, or from history after a reload). */
+function markStopped(bubble) {
+  bubble.classList.add('stopped');
+  if (!bubble.querySelector('.stopped-note')) bubble.append(el('p', 'stopped-note', 'Stopped'));
+  view.last = null;
 }
 
 function selectedTransport() {
@@ -739,6 +794,7 @@ async function converse(path, body) {
     if (!signal.aborted) addError(explain(error, lost));
   } finally {
     if (!signal.aborted) setBusy(false);
+    loadThreads();
   }
 }
 
@@ -905,16 +961,75 @@ function useThread(threadId) {
   $('#thread-id').textContent = threadId;
 }
 
-function newConversation() {
+/** Leave the conversation on screen (its streams stop drawing; its run goes on). */
+function leaveConversation() {
   chat.controller.abort(); // an open stream of the old thread stops drawing
   chat.controller = new AbortController();
   chat.awaitingApproval = false;
-  localStorage.removeItem(THREAD_KEY);
   localStorage.removeItem(MERCURE_CURSOR_KEY);
   leavePushChannels();
   resetView();
+}
+
+function newConversation() {
+  leaveConversation();
+  localStorage.removeItem(THREAD_KEY);
   useThread(newThreadId());
   setBusy(false);
+  loadThreads();
+}
+
+/** Switch to an earlier conversation from the list, as a reload would show it. */
+function openConversation(threadId) {
+  leaveConversation();
+  localStorage.setItem(THREAD_KEY, threadId);
+  useThread(threadId);
+  restore(threadId).then(loadThreads);
+}
+
+async function deleteConversation(threadId) {
+  try {
+    const path = `/api/threads/${encodeURIComponent(threadId)}`;
+    const response = await fetch(route(path), { method: 'DELETE' });
+    if (!response.ok && response.status !== 404) {
+      throw new RequestError(await errorMessage(response));
+    }
+  } catch (error) {
+    addError(explain(error, 'Could not delete the conversation.'));
+    return;
+  }
+  if (threadId === chat.threadId) newConversation();
+  else loadThreads();
+}
+
+/** Redraw the list of this person's conversations (GET /api/threads). */
+async function loadThreads() {
+  let listed;
+  try {
+    listed = await getJSON('/api/threads?limit=20');
+  } catch {
+    return; // the list is a convenience: the conversation itself goes on
+  }
+  const list = $('#threads');
+  const items = (listed ? listed.threads : []).map((thread) => {
+    const item = /** @type {HTMLElement} */ (
+      $('#thread-template').content.firstElementChild.cloneNode(true)
+    );
+    item.dataset.threadId = thread.threadId;
+    const title = thread.title || thread.threadId;
+    item.querySelector('.thread-title').textContent = title;
+    item.querySelector('.thread-status').textContent = thread.status || '';
+    if (thread.threadId === chat.threadId) item.setAttribute('aria-current', 'true');
+    const open = item.querySelector('.open');
+    open.setAttribute('aria-label', `Open conversation: ${title}`);
+    open.addEventListener('click', () => openConversation(thread.threadId));
+    const remove = item.querySelector('.delete');
+    remove.setAttribute('aria-label', `Delete conversation: ${title}`);
+    remove.addEventListener('click', () => deleteConversation(thread.threadId));
+    return item;
+  });
+  list.replaceChildren(...items);
+  $('#no-threads').hidden = items.length > 0;
 }
 
 composer.addEventListener('submit', (event) => {
@@ -925,6 +1040,7 @@ composer.addEventListener('submit', (event) => {
   sendMessage(content);
 });
 $('#new-conversation').addEventListener('click', newConversation);
+stopButton.addEventListener('click', stopRun);
 
 const config = await discoverDeliveries();
 const saved = localStorage.getItem(THREAD_KEY);
@@ -935,3 +1051,4 @@ if (saved && isThreadId(config, saved)) {
   useThread(newThreadId());
   setBusy(false);
 }
+loadThreads();

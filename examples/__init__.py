@@ -1,0 +1,1 @@
+"""Applications that embed relayline (each folder has a README)."""

@@ -1,0 +1,88 @@
+"""relayline as a Flask extension: ``Relayline(app)``, or ``ext = Relayline()`` then
+``ext.init_app(app, url_prefix="/ai", current_user=...)``.
+
+``init_app`` mounts relayline's blueprints on the application under one parent
+blueprint named ``relayline`` (so ``url_for("relayline.push.pusher_auth")``), keeps its
+state (``web.services.Services``) in ``app.extensions["relayline"]`` and reads its
+settings from ``app.config`` over the environment (``Settings.from_config``). Its error
+handlers and its body limit belong to that blueprint, so the host's own routes keep
+their error pages and limits. ``relayline web`` serves ``web.create_app()``, which is
+this extension on an application of its own."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Flask, request
+
+from shared.settings import Settings
+from web import agui, demo, errors, health, native, push, stop, threads, vercel
+from web.auth import UserLoader
+from web.services import Services
+
+#: request bodies above this many bytes are refused with 413
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def _prefix(url_prefix: str | None) -> str:
+    """``"/ai"`` for ``"ai"``, ``"/ai/"`` or ``"/ai"``; ``""`` for the root."""
+    cleaned = (url_prefix or "").strip("/")
+    return f"/{cleaned}" if cleaned else ""
+
+
+class Relayline:
+    """relayline's endpoints on a host application (Flask's extension pattern)."""
+
+    def __init__(
+        self,
+        app: Flask | None = None,
+        *,
+        url_prefix: str | None = None,
+        current_user: UserLoader | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        if app is not None:
+            self.init_app(app, url_prefix=url_prefix, current_user=current_user, settings=settings)
+
+    def init_app(
+        self,
+        app: Flask,
+        *,
+        url_prefix: str | None = None,
+        current_user: UserLoader | None = None,
+        settings: Settings | None = None,
+    ) -> Services:
+        """Mount relayline on ``app`` at ``url_prefix`` (default: ``RELAYLINE_URL_PREFIX``
+        of ``app.config``, else the root). ``current_user()`` returns the owner id of the
+        request, or None (401); without it RELAYLINE_AUTH decides."""
+        if "relayline" in app.extensions:
+            raise RuntimeError("relayline is already initialised on this application.")
+        prefix = _prefix(
+            url_prefix if url_prefix is not None else app.config.get("RELAYLINE_URL_PREFIX")
+        )
+        svc = Services.build(settings or Settings.from_config(app.config))
+        svc.user_loader = current_user
+        svc.url_prefix = prefix
+        svc.init_app(app)
+        app.register_blueprint(_mount(), url_prefix=prefix or None)
+        return svc
+
+    @staticmethod
+    def services(app: Flask) -> Services:
+        """The state ``init_app`` left on ``app``."""
+        found: Services = app.extensions["relayline"]
+        return found
+
+
+def _mount() -> Blueprint:
+    """A fresh parent blueprint holding relayline's own (one per application)."""
+    parent = Blueprint("relayline", __name__)
+    parent.before_request(_limit_body)
+    errors.init_app(parent)
+    blueprints = (health, agui, vercel, native, stop, threads, push, demo)
+    for module in blueprints:
+        parent.register_blueprint(module.bp)
+    return parent
+
+
+def _limit_body() -> None:
+    # Per request (Flask 3.1), so the host's own routes keep their own limit.
+    request.max_content_length = MAX_BODY_BYTES
