@@ -22,8 +22,9 @@
 //     new RelaylineAgent({ url }) } })`): the runtime's stop route calls abortRun() on the
 //     run's agent, so CopilotKit's Stop stops the worker too.
 //
-// Copy this file into your app or import it; it needs only '@ag-ui/client' (0.0.5x or
-// 1.x). `stopUrl` overrides where the stop goes (a string, or a function of the agent).
+// Copy this file into your app or import it; it needs only '@ag-ui/client' (tested with
+// 0.0.59, CopilotKit 1.75's pin; 1.0's HttpAgent has the same abortRun and clone).
+// `stopUrl` overrides where the stop goes (a string, or a function of the agent).
 import { HttpAgent } from '@ag-ui/client';
 
 /** ms the stream may take to end after a stop before the fetch is aborted */
