@@ -36,6 +36,21 @@ def announce_stop(client: redis.Redis, run_id: str) -> None:
     client.publish(STOPS_CHANNEL, run_id)
 
 
+def pending_stop_key(stream_id: str) -> str:
+    return f"relayline:{{seg:{stream_id}}}:stop"
+
+
+def stop_before_start(client: redis.Redis, stream_id: str, keep: float) -> None:
+    """Stop the segment ``stream_id`` whose task has not started yet (its turn waits in
+    the broker, so no run exists to record the stop on): the task stops its run as it
+    begins. Kept ``keep`` seconds, as long as the segment may still start."""
+    client.set(pending_stop_key(stream_id), "1", ex=max(1, round(keep)))
+
+
+def stopped_before_start(client: redis.Redis, stream_id: str | None) -> bool:
+    return stream_id is not None and bool(client.exists(pending_stop_key(stream_id)))
+
+
 class StopWatcher:
     """Sets the token of a watched run when its stop is announced."""
 

@@ -1,12 +1,13 @@
-"""The default demo agent: a scripted model, a backend tool, an approval-gated tool and a
-frontend tool that reads the page."""
+"""The default demo agent: a scripted model (or the one RELAYLINE_MODEL names), a backend
+tool, an approval-gated tool and a frontend tool that reads the page."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from shared.agent import AgentSpec, FrontendTool, tool
-from shared.providers import ScriptedProvider
+from shared.providers import ScriptedProvider, configured_provider
+from shared.settings import Settings
 
 
 @tool
@@ -30,8 +31,9 @@ def delete_file(path: str) -> str:
 
 
 def build() -> AgentSpec:
+    scripted = Path(__file__).with_name("demo_script.json")
     return AgentSpec(
-        provider=ScriptedProvider.from_file(Path(__file__).with_name("demo_script.json")),
+        provider=configured_provider(Settings.from_env()) or ScriptedProvider.from_file(scripted),
         tools=[get_weather, delete_file],
         frontend_tools=[FrontendTool("read_title", "Read the title of the current page")],
         system_prompt="You help with the page.",

@@ -50,3 +50,12 @@ class Activity(StreamEvent):
 class Custom(StreamEvent):
     name: str
     value: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunUsage:
+    """The run's tokens so far (``{"input": n, "output": n}``), yielded by the loop after
+    each model call that reported usage. Not a portable event: adapters drop it, except
+    the native one, whose terminal frame carries it."""
+
+    usage: JSONObject

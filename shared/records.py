@@ -56,6 +56,13 @@ class Accepted(TypedDict, total=False):
     results: dict[str, ResultEntry]
 
 
+class UsageJSON(TypedDict):
+    """Tokens of a run's model calls, summed (``Checkpoint.usage``)."""
+
+    input: int
+    output: int
+
+
 class Checkpoint(TypedDict, total=False):
     modelCalls: int
     batch: BatchJSON | None
@@ -66,6 +73,9 @@ class Checkpoint(TypedDict, total=False):
     #: the backend call executing now (set before it runs, cleared with its result): a
     #: recovery that finds it set knows the call was interrupted mid-way
     toolStarted: str | None
+    #: input and output tokens of every model call of the run, summed (absent until a
+    #: provider reports usage)
+    usage: UsageJSON
 
 
 __all__ = [
@@ -78,4 +88,5 @@ __all__ = [
     "ResultEntry",
     "RunStart",
     "RunStatus",
+    "UsageJSON",
 ]

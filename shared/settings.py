@@ -29,6 +29,25 @@ WORKER_POOLS = ("threads", "prefork")
 #: the most turns one worker process may run at once (each holds a thread, a database
 #: connection while it writes, and its in-flight state)
 MAX_WORKER_CONCURRENCY = 4096
+#: the variables pydantic-ai's providers read their keys from (Settings.model_api_keys)
+MODEL_KEY_VARIABLES: Final = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "CO_API_KEY",
+    "OPENROUTER_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "CEREBRAS_API_KEY",
+    "HF_TOKEN",
+    "OLLAMA_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+)
 #: SECRET_KEY when none is set: fine for local development, refused with RELAYLINE_AUTH=token
 DEV_SECRET_KEY: Final = "dev-insecure-secret"
 
@@ -181,8 +200,13 @@ class Settings:
     openai_api_key: str | None = None
     #: OPENAI_BASE_URL, an OpenAI-compatible chat completions API
     openai_base_url: str = "https://api.openai.com/v1"
-    #: RELAYLINE_MODEL, the model name such agents ask for
+    #: RELAYLINE_MODEL, the model the default agent uses: ``<provider>:<model>`` (a
+    #: pydantic-ai model name, e.g. ``anthropic:claude-sonnet-4-5``) selects
+    #: PydanticAIProvider; OpenAIProvider.from_settings takes a bare name
     model: str | None = None
+    #: the values of MODEL_KEY_VARIABLES that are set: pydantic-ai reads the keys itself,
+    #: relayline only keeps these out of error messages
+    model_api_keys: tuple[str, ...] = dataclasses.field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if not 0 < self.heartbeat_interval < self.heartbeat_ttl:
@@ -323,6 +347,9 @@ class Settings:
             openai_api_key=get("OPENAI_API_KEY"),
             openai_base_url=get("OPENAI_BASE_URL") or cls.openai_base_url,
             model=get("RELAYLINE_MODEL"),
+            model_api_keys=tuple(
+                value for name in MODEL_KEY_VARIABLES if (value := get(name)) is not None
+            ),
         )
 
 

@@ -90,6 +90,8 @@ def get_thread(thread_id: str) -> Response:
             "status": record.status,
             "attempt": record.attempt,
             "interrupt": state.interrupt.to_json() if state.interrupt else None,
+            # tokens of every model call of the run, summed; null until one reports usage
+            "usage": record.checkpoint.get("usage"),
         }
     return jsonify({"threadId": thread_id, "run": run})
 

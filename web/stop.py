@@ -16,6 +16,7 @@ Stopping a finished run changes nothing and answers ``stopped: false``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Literal
 
@@ -24,7 +25,7 @@ from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
 from channels.log import active_segment
-from channels.stops import announce_stop
+from channels.stops import announce_stop, stop_before_start
 from shared.agent.stop import StopOutcome, stop_thread
 from shared.jobs import DEFAULT_AGENT
 from web.auth import current_user, thread_for
@@ -43,6 +44,8 @@ DisconnectPolicy = Literal["continue", "cancel"]
 def stop(svc: Services, thread_id: str) -> StopOutcome:
     """Stop the thread's run (already authorized) and wake its worker."""
     outcome = stop_thread(svc.store, thread_id)
+    if not outcome.stopped:
+        outcome = _stop_unstarted(svc, thread_id, outcome)
     if outcome.stopped and not outcome.running:
         release_if_idle(svc, thread_id)  # a settled wait frees the thread at once
     if outcome.running and outcome.run_id is not None:
@@ -53,6 +56,20 @@ def stop(svc: Services, thread_id: str) -> StopOutcome:
             # and tool, so the stop lands later instead of within a round trip.
             logger.warning("could not announce the stop of run %s: %s", outcome.run_id, exc)
     return outcome
+
+
+def _stop_unstarted(svc: Services, thread_id: str, outcome: StopOutcome) -> StopOutcome:
+    """A turn still waiting in the broker has a segment announced but no run yet: mark
+    the segment stopped, and its task stops the run as it begins."""
+    try:
+        segment = active_segment(svc.redis, thread_id)
+        if segment is None:
+            return outcome
+        stop_before_start(svc.redis, segment.stream_id, svc.settings.stream_max_age)
+    except RedisError as exc:
+        logger.warning("could not stop the waiting turn of thread %s: %s", thread_id, exc)
+        return outcome
+    return dataclasses.replace(outcome, stopped=True, status="running", running=True)
 
 
 def disconnect_policy(forwarded: object = None) -> DisconnectPolicy:

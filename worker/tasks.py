@@ -25,7 +25,7 @@ from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
 from channels.log import LogLimits
-from channels.stops import process_watcher
+from channels.stops import process_watcher, stopped_before_start
 from channels.turns import queued, release_next
 from shared.agent import Agent, Continuation
 from shared.agent.agent import Segment
@@ -153,10 +153,18 @@ def _execute(
         _publish_failure(res, with_segment(job, res.redis), ELSEWHERE)
         return "held elsewhere"
     try:
+        stopped = _stopped_before_start(res, job)
         with _heartbeat(res, job, take=not alive):
-            return _execute_beating(task, res, with_segment(job, res.redis), build)
+            return _execute_beating(task, res, with_segment(job, res.redis), build, stopped)
     finally:
         _release_queued(res, job.thread_id)
+
+
+def _stopped_before_start(res: Resources, job: AnyJob) -> bool:
+    try:
+        return stopped_before_start(res.redis, job.stream_id)
+    except redis.RedisError:
+        return False  # the stop is lost with Redis; the run goes on, as if it came late
 
 
 def _release_queued(res: Resources, thread_id: str) -> None:
@@ -195,9 +203,12 @@ def _goes_on(res: Resources, job: AnyJob, error: BaseException) -> bool:
 
 
 @contextlib.contextmanager
-def _stop_watch(res: Resources, run_id: str) -> Iterator[CancelToken]:
-    """The run's stop signal, set by this process's watcher when a stop is announced."""
+def _stop_watch(res: Resources, run_id: str, stopped: bool) -> Iterator[CancelToken]:
+    """The run's stop signal, set by this process's watcher when a stop is announced
+    (``stopped``: a stop came before the task started: set from the start)."""
     token = CancelToken()
+    if stopped:
+        token.set()
     try:
         unwatch = process_watcher(res.redis).watch(run_id, token)
     except redis.RedisError:
@@ -211,9 +222,13 @@ def _stop_watch(res: Resources, run_id: str) -> Iterator[CancelToken]:
 
 
 def _execute_beating(
-    task: AnyTask, res: Resources, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]
+    task: AnyTask,
+    res: Resources,
+    job: AnyJob,
+    build: Callable[[Agent, Resources], Segment | None],
+    stopped: bool = False,
 ) -> str:
-    with _stop_watch(res, job.run_id) as cancel:
+    with _stop_watch(res, job.run_id, stopped) as cancel:
         return _execute_watched(task, res, job, build, cancel)
 
 

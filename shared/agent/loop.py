@@ -37,7 +37,7 @@ from shared.chunks import (
 )
 from shared.errors import ProviderError, RelaylineError
 from shared.errors import StepLimitError as StepLimitError  # re-exported: it lived here
-from shared.events import Activity, StepFinished, StepStarted
+from shared.events import Activity, RunUsage, StepFinished, StepStarted
 from shared.interrupts import (
     TIMEOUT_ERROR,
     ApprovalRequest,
@@ -48,6 +48,7 @@ from shared.jsonutil import dumps
 from shared.messages import Message, ToolCallPart, new_id
 from shared.persistence.store import UNCHANGED, RunRecord, Store, Unchanged
 from shared.providers.base import (
+    MetaDelta,
     ModelDelta,
     ModelRequest,
     ReasoningDelta,
@@ -63,6 +64,7 @@ from shared.records import (
     Checkpoint,
     ResultEntry,
     RunStatus,
+    UsageJSON,
 )
 from shared.texts import RUN_FAILED
 from shared.tools import AnyTool, cancel_scope
@@ -176,6 +178,8 @@ class RunLoop:
         return self.record.status == "cancelled"
 
     def advance(self) -> Generator[Item, None, RunRecord]:
+        if "usage" in self.record.checkpoint:  # the run's tokens so far, for the terminal
+            yield RunUsage(dict(self.record.checkpoint["usage"]))
         while True:
             if self._cancelled():
                 return self.record  # stopped mid-step (``_infer`` or ``_settle``)
@@ -236,6 +240,9 @@ class RunLoop:
             yield StepFinished("model", {"step": step, "stopped": True})
             return
         checkpoint: Checkpoint = {**self.record.checkpoint, "modelCalls": step, "batch": None}
+        usage = _add_usage(checkpoint.get("usage"), assistant.meta.get("usage"))
+        if usage is not None:
+            checkpoint["usage"] = usage
         if calls:
             checkpoint["batch"] = {
                 "messageId": message_id,
@@ -254,6 +261,8 @@ class RunLoop:
                 lease_expires_at=None,
             )
         yield StepFinished("model", {"step": step})
+        if usage is not None:
+            yield RunUsage(dict(usage))
         for call in calls:
             yield ToolCallChunk(message_id, batches.call_info(call, Accepted(), with_result=False))
 
@@ -288,6 +297,8 @@ class RunLoop:
                     )
             elif isinstance(delta, Usage):
                 meta["usage"] = {"input": delta.input_tokens, "output": delta.output_tokens}
+            elif isinstance(delta, MetaDelta):
+                meta[delta.key] = delta.value
         if self.cancel.is_set():
             return self._partial(), []
         calls = [self._call(pieces[i]) for i in sorted(pieces)]
@@ -425,6 +436,22 @@ def _until_cancelled(
         if callable(close):
             with contextlib.suppress(Exception):
                 close()
+
+
+def _add_usage(total: UsageJSON | None, call: Any) -> UsageJSON | None:
+    """The run's tokens so far plus one model call's (``meta["usage"]``; a count the
+    provider did not report adds nothing)."""
+    if not isinstance(call, dict):
+        return total
+
+    def tokens(value: Any) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    base = total or {"input": 0, "output": 0}
+    return {
+        "input": base["input"] + tokens(call.get("input")),
+        "output": base["output"] + tokens(call.get("output")),
+    }
 
 
 def _result_text(value: Any) -> Any:

@@ -62,7 +62,16 @@ class Usage:
     output_tokens: int | None = None
 
 
-ModelDelta = TextDelta | ReasoningDelta | ToolCallDelta | Usage
+@dataclasses.dataclass(frozen=True)
+class MetaDelta:
+    """Provider state kept in the assistant message's ``meta`` under ``key`` (JSON), for
+    the provider to send back with the message later (a thinking block's signature)."""
+
+    key: str
+    value: Any
+
+
+ModelDelta = TextDelta | ReasoningDelta | ToolCallDelta | Usage | MetaDelta
 
 
 @runtime_checkable

@@ -8,7 +8,10 @@ message ever contains the API key.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -29,6 +32,7 @@ from shared.providers.base import (
 from shared.settings import Settings
 
 _NAME = "OpenAI-compatible provider"
+_CANCELLED = "call was cancelled: the run is stopping"
 _EXCERPT_CHARS = 300
 _MAX_CONNECT_TIMEOUT = 10.0
 _STATUS_HINTS = {
@@ -108,6 +112,8 @@ class OpenAIProvider:
 
     def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
         url = f"{self.base_url}/chat/completions"
+        if request.cancel is not None and request.cancel.is_set():
+            raise self._error(_CANCELLED)
         try:
             data = jsonutil.dumps(self.build_body(request)).encode("utf-8")
         except (TypeError, ValueError) as exc:
@@ -122,19 +128,43 @@ class OpenAIProvider:
             )
         except requests.RequestException as exc:
             raise self._network_error(url, exc, streaming=False) from exc
-        with response:
-            if not 200 <= response.status_code < 300:
-                detail = _error_detail(response.content.decode("utf-8", errors="replace"))
-                hint = _STATUS_HINTS.get(response.status_code, "")
-                raise self._error(f"answered HTTP {response.status_code}{hint}: {detail}")
-            # chunk_size=None yields each chunk as it arrives instead of waiting to fill
-            # a buffer; bytes are decoded here because requests assumes Latin-1 for
-            # text/event-stream without a charset.
-            lines = response.iter_lines(chunk_size=None)
-            try:
-                yield from self._parse(lines)
-            except requests.RequestException as exc:
-                raise self._network_error(url, exc, streaming=True) from exc
+        # A stop while the body streams shuts the socket down from the stopping thread,
+        # which ends the blocked read at once (a stop before the headers, once they come).
+        aborted = threading.Event()
+
+        def abort() -> None:
+            aborted.set()
+            _shutdown(response)
+
+        unregister = request.cancel.on_cancel(abort) if request.cancel is not None else None
+        try:
+            with response:
+                if not 200 <= response.status_code < 300:
+                    detail = _error_detail(response.content.decode("utf-8", errors="replace"))
+                    hint = _STATUS_HINTS.get(response.status_code, "")
+                    raise self._error(f"answered HTTP {response.status_code}{hint}: {detail}")
+                # chunk_size=None yields each chunk as it arrives instead of waiting to fill
+                # a buffer; bytes are decoded here because requests assumes Latin-1 for
+                # text/event-stream without a charset.
+                lines = response.iter_lines(chunk_size=None)
+                try:
+                    for delta in self._parse(lines):
+                        if aborted.is_set():
+                            break
+                        yield delta
+                except requests.RequestException as exc:
+                    if aborted.is_set():
+                        raise self._error(_CANCELLED) from exc
+                    raise self._network_error(url, exc, streaming=True) from exc
+                except ProviderError as exc:
+                    if aborted.is_set():
+                        raise self._error(_CANCELLED) from exc
+                    raise
+                if aborted.is_set():
+                    raise self._error(_CANCELLED)
+        finally:
+            if unregister is not None:
+                unregister()
 
     def _parse(self, lines: Iterable[bytes]) -> Iterator[ModelDelta]:
         finished = False
@@ -192,6 +222,18 @@ class OpenAIProvider:
         # Servers and proxies sometimes echo request headers back in error bodies.
         message = f"{_NAME} {text}"
         return ProviderError(message.replace(self._api_key, "***") if self._api_key else message)
+
+
+def _shutdown(response: requests.Response) -> None:
+    """Shut the response's socket down (from any thread): a read blocked on it returns."""
+    connection = getattr(response.raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is None:  # the socket under http.client's file object
+        fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _wire_messages(message: Message) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, frames, text_of
-from tests.support.stack import WebServer, fresh_env, running_stack
+from tests.support.stack import WebServer, Worker, fresh_env, running_stack
 
 pytestmark = pytest.mark.integration
 
@@ -294,3 +294,42 @@ def _wait_for_status(store: Store, thread_id: str, wanted: str) -> str | None:
         return None if record is None else record.status
     finally:
         timer.cancel()
+
+
+def test_a_turn_stopped_before_any_worker_took_it_never_runs(
+    tmp_path: Path, redis_databases: RedisDatabases
+) -> None:
+    with redis_databases.database(f"stop-unstarted {tmp_path.name}") as redis_url:
+        env = fresh_env(tmp_path, redis_url)
+        with running_stack(env, workers=0) as (web, _none):
+            _stop_the_waiting_turn(web, env, tmp_path)
+
+
+def _stop_the_waiting_turn(web: WebServer, env: dict[str, str], tmp_path: Path) -> None:
+    first = Worker(env, "first")
+    try:  # the thread exists (and is the caller's) once its first turn ran
+        done = requests.post(
+            f"{web.url}/api/threads/s-queued/messages", json={"content": "hi"}, timeout=60
+        )
+        assert text_of(events_of(done.text)).startswith("Hello!")
+    finally:
+        first.stop()
+    calls = count(tmp_path, "model")
+    live = requests.post(
+        f"{web.url}/api/threads/s-queued/messages",
+        json={"content": "tell me a story"},
+        stream=True,
+        timeout=60,
+    )
+    assert live.status_code == 200  # enqueued: no worker is there to take it
+    stop = requests.post(f"{web.url}/api/chat/s-queued/stop", timeout=10).json()
+    assert stop == {"success": True, "stopped": True}
+    late = Worker(env, "late")
+    try:
+        events = [f.event for f in frames(live)]
+    finally:
+        late.stop()
+    assert events[-1] == {"type": "cancelled", "reason": "user"}
+    assert count(tmp_path, "model") == calls  # the model was never called for it
+    thread = requests.get(f"{web.url}/api/threads/s-queued", timeout=10).json()
+    assert thread["run"]["status"] == "cancelled"

@@ -305,3 +305,29 @@ def test_chunk_subclass_keeps_its_base_event_type() -> None:
 
     events = NativeAdapter().transform(LoudText("m1", "HI"))
     assert [e.type for e in events] == ["text"]
+
+
+def test_the_terminal_carries_the_runs_usage_once_reported() -> None:
+    from shared.adapters import AGUIAdapter, VercelAIAdapter
+    from shared.events import RunUsage
+
+    # the other protocols have no place for it: they drop it
+    assert AGUIAdapter("t1").transform(RunUsage({"input": 1, "output": 1})) == []
+    assert VercelAIAdapter().transform(RunUsage({"input": 1, "output": 1})) == []
+    quiet = NativeAdapter()
+    assert quiet.end() == []  # no usage reported: a completed segment emits nothing
+
+    usage = {"input": 120, "output": 30}
+    for terminal, expected in [
+        ("end", [ProtocolEvent("finish", {"usage": usage})]),
+        ("error", [ProtocolEvent("error", {"message": "The run failed.", "usage": usage})]),
+    ]:
+        adapter = NativeAdapter()
+        assert adapter.transform(RunUsage({"input": 100, "output": 20})) == []
+        assert adapter.transform(RunUsage(usage)) == []  # the newest total wins
+        assert TERMINALS[terminal](adapter) == expected
+    adapter = NativeAdapter()
+    adapter.transform(RunUsage(usage))
+    [interrupt] = TERMINALS["interrupt"](adapter)
+    assert interrupt.type == "interrupt" and interrupt.data["usage"] == usage
+    assert set(interrupt.data) == {"request", "usage"}

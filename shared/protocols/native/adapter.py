@@ -13,7 +13,15 @@ from shared.chunks import (
     ToolCallChunk,
     ToolResultChunk,
 )
-from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
+from shared.events import (
+    Activity,
+    Custom,
+    ProtocolEvent,
+    RunUsage,
+    StepFinished,
+    StepStarted,
+    StreamEvent,
+)
 from shared.interrupts import InterruptRequest
 from shared.protocols.adapter import StreamAdapter
 
@@ -32,6 +40,20 @@ class NativeAdapter(StreamAdapter):
         "Cache-Control": "no-cache",
     }
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: the run's tokens as of the segment's last model call that reported usage
+        self.usage: dict[str, Any] | None = None
+
+    def transform(self, item: Any) -> list[ProtocolEvent]:
+        if isinstance(item, RunUsage):
+            self.usage = dict(item.usage)  # carried by the terminal frame, not sent now
+            return []
+        return super().transform(item)
+
+    def _with_usage(self, data: dict[str, Any]) -> dict[str, Any]:
+        return data if self.usage is None else {**data, "usage": self.usage}
+
     def on_chunk(self, chunk: Any) -> list[ProtocolEvent]:
         kind = next(_CHUNK_TYPES[c] for c in type(chunk).__mro__ if c in _CHUNK_TYPES)
         return [ProtocolEvent(kind, chunk.to_json())]
@@ -47,8 +69,13 @@ class NativeAdapter(StreamAdapter):
             return [ProtocolEvent("custom", {"name": event.name, "value": event.value})]
         return None
 
+    def on_end(self) -> list[ProtocolEvent]:
+        # A completed segment emits nothing, unless the run reported usage: then one
+        # "finish" frame carries the run's tokens.
+        return [] if self.usage is None else [ProtocolEvent("finish", {"usage": self.usage})]
+
     def on_interrupt(self, request: InterruptRequest) -> list[ProtocolEvent]:
-        return [ProtocolEvent("interrupt", {"request": request.to_json()})]
+        return [ProtocolEvent("interrupt", self._with_usage({"request": request.to_json()}))]
 
     def on_stopped(self) -> list[ProtocolEvent]:
         return [ProtocolEvent("cancelled", {"reason": "user"})]
@@ -56,4 +83,4 @@ class NativeAdapter(StreamAdapter):
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
         message, code = self.wire_error(exc)
         data = {"message": message} if code is None else {"message": message, "code": code}
-        return [ProtocolEvent("error", data)]
+        return [ProtocolEvent("error", self._with_usage(data))]
