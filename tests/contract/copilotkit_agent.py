@@ -14,7 +14,9 @@ expect. The tools split the way a CopilotKit application splits them:
 Model calls and backend tool executions are logged as JSON lines under
 ``$RELAYLINE_TEST_COUNTS`` (``model.jsonl`` by :class:`RecordingProvider`, see
 ``tests/support/agents_contract.py``; ``tool.<name>.jsonl`` here), so the Node side can
-check what the backend did whatever process did it.
+check what the backend did whatever process did it. Each model stream's deltas, and
+whether the loop closed it early, go to ``model.delta.jsonl`` and ``model.closed.jsonl``
+(:class:`tests.contract.vercel_agent.StreamCountingProvider`), for the stop tests.
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from shared.agent import AgentSpec, FrontendTool, tool
+from tests.contract.vercel_agent import StreamCountingProvider
 from tests.support.agents_contract import RecordingProvider
+
+#: the answer of the stop scenarios: 405 chunks 50 ms apart (about 20 s)
+STORY_TEXT = "Once upon a time, " * 360
 
 
 def _call(call_id: str, name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
@@ -115,6 +121,10 @@ COPILOTKIT_SCRIPT: dict[str, Any] = {
                 {"text": "Deleted after restart: {{last_tool_result}}"},
             ],
         },
+        {  # stop through the runtime, or with RelaylineAgent.abortRun() directly
+            "match": "(?i)tell me a story",
+            "steps": [{"chunk_delay_ms": 50, "text": STORY_TEXT}],
+        },
         {
             "match": "",
             "steps": [{"text": "Hello! {{last_user_message}}"}],
@@ -141,7 +151,7 @@ def build_copilotkit_spec(counts: Path) -> AgentSpec:
         return f"deleted {path}"
 
     return AgentSpec(
-        provider=RecordingProvider(COPILOTKIT_SCRIPT, counts),
+        provider=StreamCountingProvider(RecordingProvider(COPILOTKIT_SCRIPT, counts), counts),
         tools=[delete_file],
         frontend_tools=[
             FrontendTool(

@@ -11,6 +11,7 @@ and builds the page, starts the stack once and requires every Node test to pass.
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -148,3 +149,6 @@ def test_use_chat_in_chromium_passes_the_contract_suite(
     assert summary.failed == 0 and summary.cancelled == 0, report
     assert summary.passed > 0 and summary.passed == summary.tests, report
     assert summary.skipped == 0 and summary.todo == 0, report
+    # What the stop tests measured (their TAP diagnostics; `pytest -rP` shows them).
+    for line in re.findall(r"^\s*# (measured: .*)$", done.stdout, flags=re.MULTILINE):
+        print(line)

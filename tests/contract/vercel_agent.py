@@ -6,6 +6,10 @@ Model calls and backend tool executions are logged by
 :class:`tests.support.agents_contract.RecordingProvider` and by the tools below, as JSON
 lines under ``$RELAYLINE_TEST_COUNTS`` (``model.jsonl``, ``tool.<name>.jsonl``), so
 the Node side can check what the backend really did, whatever process did it.
+:class:`StreamCountingProvider` adds what a stop test reads: ``model.delta.jsonl``, a
+line per delta handed to the loop, and ``model.closed.jsonl``, a line when the loop
+closed a model stream before its end, each ``{"first", "at"}`` (the thread's first
+message id, the wall-clock time in ms).
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from shared.agent import AgentSpec, FrontendTool, tool
+from shared.providers.base import ModelDelta, ModelRequest
 from tests.support.agents_contract import RecordingProvider
 
 
@@ -29,6 +36,36 @@ SLOW_TEXT = "A slow answer. " * 60
 #: the answer of the resume scenario: 319 chunks 25 ms apart (about 8 s), long enough
 #: that a reload under load still lands mid-answer
 LONG_TEXT = "A long answer. " * 340
+#: the answer of the stop scenario: 405 chunks 50 ms apart (about 20 s); a stop lands
+#: long before its end
+STORY_TEXT = "Once upon a time, " * 360
+
+
+class StreamCountingProvider:
+    """A provider that logs every delta it hands to the loop and whether the loop
+    closed its stream early (module docstring), so a test sees the model call end."""
+
+    def __init__(self, inner: RecordingProvider, counts: Path) -> None:
+        self.inner = inner
+        self.counts = counts
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        first = request.messages[0].id if request.messages else None
+        finished = False
+        try:
+            for delta in self.inner.stream(request):
+                self._log("model.delta.jsonl", first)
+                yield delta
+            finished = True
+        finally:
+            if not finished:
+                self._log("model.closed.jsonl", first)
+
+    def _log(self, name: str, first: str | None) -> None:
+        line = json.dumps({"first": first, "at": time.time() * 1000}) + "\n"
+        with open(self.counts / name, "a", encoding="utf-8") as handle:
+            handle.write(line)  # one write below PIPE_BUF: processes never interleave
+
 
 VERCEL_SCRIPT: dict[str, Any] = {
     "chunk_size": 16,
@@ -109,6 +146,10 @@ VERCEL_SCRIPT: dict[str, Any] = {
             "match": "(?i)long answer",
             "steps": [{"chunk_delay_ms": 25, "text": LONG_TEXT}],
         },
+        {  # stop: useChat's stop() plus the stop endpoint, mid-answer
+            "match": "(?i)tell me a story",
+            "steps": [{"chunk_delay_ms": 50, "text": STORY_TEXT}],
+        },
         {  # 184
             "match": "(?i)slow answer",
             "steps": [{"chunk_delay_ms": 25, "text": SLOW_TEXT}],
@@ -148,7 +189,7 @@ def build_vercel_spec(counts: Path) -> AgentSpec:
         return f"{path} deleted"
 
     return AgentSpec(
-        provider=RecordingProvider(VERCEL_SCRIPT, counts),
+        provider=StreamCountingProvider(RecordingProvider(VERCEL_SCRIPT, counts), counts),
         tools=[delete_file],
         frontend_tools=[
             FrontendTool("read_title", "Read the page title"),

@@ -97,6 +97,29 @@ async function collectFrames(body, frames) {
   }
 }
 
+// The client reports to the console; keep its reports with the runs in progress
+// instead, so tests can assert on them and expected refusals do not flood the output.
+// Runs of several tabs may overlap (double texting): the console is patched while any
+// is in progress and restored after the last, and a report goes to each of them.
+const capturing = new Set();
+let original = null;
+
+function captureConsole(record) {
+  if (capturing.size === 0) {
+    original = { warn: console.warn, error: console.error };
+    console.warn = (...args) => capturing.forEach((run) => run.warnings.push(args.map(String).join(' ')));
+    console.error = (...args) =>
+      args[0] === 'Agent execution failed:'
+        ? capturing.forEach((run) => run.failures.push(args[1]))
+        : original.error(...args);
+  }
+  capturing.add(record);
+  return () => {
+    capturing.delete(record);
+    if (capturing.size === 0) Object.assign(console, original);
+  };
+}
+
 /**
  * One browser tab: an HttpAgent on one thread, the frontend tool handlers the page
  * registered, and everything observed so far. The official client does not execute
@@ -131,6 +154,7 @@ export class Tab {
       contentType: response.headers.get('content-type'),
       cacheControl: response.headers.get('cache-control'),
       accelBuffering: response.headers.get('x-accel-buffering'),
+      queued: response.headers.get('x-relayline-queued'), // double texting: enqueue
     };
     if (!response.ok || !response.body) return response;
     const [forClient, forTest] = response.body.tee();
@@ -175,18 +199,13 @@ export class Tab {
         record.runError = event;
       },
     };
-    // The client reports to the console; keep its reports with the run instead, so
-    // tests can assert on them and expected refusals do not flood the output.
-    const { warn, error: logError } = console;
-    console.warn = (...args) => record.warnings.push(args.map(String).join(' '));
-    console.error = (...args) =>
-      args[0] === 'Agent execution failed:' ? record.failures.push(args[1]) : logError(...args);
+    const release = captureConsole(record);
     try {
       await this.agent.runAgent(params, subscriber);
     } catch (error) {
       record.error = error;
     } finally {
-      Object.assign(console, { warn, error: logError });
+      release();
     }
     await record.framesRead;
     return record;

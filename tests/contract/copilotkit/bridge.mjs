@@ -2,7 +2,9 @@
 // frontend (the Next.js route or Node server behind `runtimeUrl`). A CopilotKit v2
 // runtime built with createCopilotRuntimeHandler, in its default SSE mode (the
 // InMemoryAgentRunner keeps each thread's events in this process's memory), whose
-// only agent, "default", is an AG-UI HttpAgent pointed at relayline's POST /agui.
+// only agent, "default", is an AG-UI HttpAgent pointed at relayline's POST /agui: a
+// RelaylineAgent (web/static/relayline-agent.js), so that the runtime's stop route,
+// which only calls the run's `agent.abortRun()`, stops the run on relayline.
 //
 // Run as a program it serves the runtime on 127.0.0.1 and prints one JSON line,
 // {"url": <runtimeUrl>, "pid": <pid>}, once it listens:
@@ -18,9 +20,9 @@ import { createServer } from 'node:http';
 import { argv, exit, pid, stdin, stdout } from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { HttpAgent } from '@ag-ui/client';
 import { CopilotRuntime, createCopilotRuntimeHandler } from '@copilotkit/runtime/v2';
 import { createCopilotNodeHandler } from '@copilotkit/runtime/v2/node';
+import { RelaylineAgent } from './relayline-agent.mjs';
 
 /** Where the runtime is mounted, as in an application's `/api/copilotkit` route. */
 export const BASE_PATH = '/api/copilotkit';
@@ -43,7 +45,7 @@ function recordingFetch(wireLog) {
  * to `{url, close}`; `url` is the runtimeUrl a CopilotKit page is given.
  */
 export async function serveBridge({ aguiUrl, wireLog, port = 0 }) {
-  const agent = new HttpAgent({
+  const agent = new RelaylineAgent({
     url: aguiUrl,
     ...(wireLog ? { fetch: recordingFetch(wireLog) } : {}),
   });

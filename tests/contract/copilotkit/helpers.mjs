@@ -252,8 +252,7 @@ export class Page {
     this.copilotkit.removeTool(name);
   }
 
-  async #record(action) {
-    const turn = new Turn();
+  async #record(action, turn = new Turn()) {
     this.#turn = turn;
     try {
       await action();
@@ -266,10 +265,25 @@ export class Page {
 
   /** The user sends a message: CopilotKit runs the agent, and follow-up runs after tools. */
   say(content) {
+    return this.sayLive(content).done;
+  }
+
+  /**
+   * The user sends a message and goes on while it streams: `turn` fills as events
+   * arrive, `done` resolves with it once CopilotKit's run settles.
+   */
+  sayLive(content) {
     this.userMessages += 1;
     const id = `${this.threadId}-u${this.userMessages}`;
     this.agent.addMessage({ id, role: 'user', content });
-    return this.#record(() => this.copilotkit.runAgent({ agent: this.agent }));
+    const turn = new Turn();
+    const done = this.#record(() => this.copilotkit.runAgent({ agent: this.agent }), turn);
+    return { turn, done };
+  }
+
+  /** The user presses Stop: CopilotKit's stopAgent, which posts the runtime's stop route. */
+  stop() {
+    this.copilotkit.stopAgent({ agent: this.agent });
   }
 
   /** The page loads an existing thread: CopilotKit connects to the runtime's replay. */
@@ -350,6 +364,17 @@ export const reload = (threadId) => backend.aguiThread(threadId);
 
 /** The model calls made for this thread, each with the tools offered and the results seen. */
 export const modelCalls = (threadId) => backend.modelCalls(firstMessageId(threadId));
+
+/**
+ * What the model streams of this thread went through (StreamCountingProvider in
+ * tests/contract/vercel_agent.py): `deltas`, one `{at}` (wall-clock ms) per delta handed
+ * to the loop; `closed`, one `{at}` per stream the loop closed before its end.
+ */
+export function modelStream(threadId) {
+  const first = firstMessageId(threadId);
+  const of = (name) => backend.log(name).filter((entry) => entry.first === first);
+  return { deltas: of('model.delta.jsonl'), closed: of('model.closed.jsonl') };
+}
 
 /** Backend executions of a tool with exactly these arguments (scenarios use distinct ones). */
 export const backendRuns = (tool, args) => backend.toolRuns(tool, args);

@@ -277,6 +277,17 @@ export async function storedMessages(threadId) {
 /** The model calls of the thread whose first message is `firstMessageId`. */
 export const modelCalls = (firstMessageId) => backend.modelCalls(firstMessageId);
 
+/**
+ * What the model stream of the thread whose first message is `firstMessageId` went
+ * through (tests/contract/vercel_agent.py, StreamCountingProvider): `deltas`, one
+ * `{at}` (wall-clock ms) per delta handed to the loop; `closed`, one `{at}` per stream
+ * the loop closed before its end.
+ */
+export function modelStream(firstMessageId) {
+  const of = (name) => backend.log(name).filter((entry) => entry.first === firstMessageId);
+  return { deltas: of('model.delta.jsonl'), closed: of('model.closed.jsonl') };
+}
+
 /** Backend executions of a tool with exactly these arguments (scenarios use distinct ones). */
 export const backendRuns = (tool, args) => backend.toolRuns(tool, args);
 

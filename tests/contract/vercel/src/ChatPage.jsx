@@ -1,12 +1,16 @@
 // One chat with relayline through `useChat` and `DefaultChatTransport` (POST /api/chat
 // on this page's origin). Frontend tools run from `onToolCall` without awaiting their
 // work; approvals go through `addToolApprovalResponse`; continuations are sent by the
-// step-scoped `sendAutomaticallyWhen` of autoSend.js.
+// step-scoped `sendAutomaticallyWhen` of autoSend.js. Stop is wired as the AI SDK's
+// docs ("Stop an Active Resumable Stream") wire it: `stop()` only aborts this page's
+// fetch (a disconnect, which leaves the run going), so the button first POSTs
+// /api/chat/<id>/stop, which stops the run in the worker.
 //
 // Everything the user sees is in the DOM with stable hooks for the tests:
 //   #status[data-status][data-finished]   useChat status, responses finished so far
 //   #error[data-http-status]              the chat error
-//   .msg[data-role][data-message-id]      one UI message; its parts inside
+//   .msg[data-role][data-message-id][data-stopped]   one UI message; its parts inside
+//                                         (data-stopped: its metadata says stopped)
 //   .tool[data-call-id][data-state][data-handler-runs]   one tool part
 // and `window.__relayline` holds what the page did: the requests it sent, the
 // predicate's decisions and the last rendered chat state.
@@ -111,7 +115,7 @@ function Part({ part, tools, onDecide }) {
 export function ChatPage({ chatId, initialMessages, eager, resume }) {
   const [tools] = useState(createToolRunner);
   useSyncExternalStore(tools.subscribe, tools.getVersion);
-  const [record] = useState(() => ({ requests: [], resumes: [], decisions: [] }));
+  const [record] = useState(() => ({ requests: [], resumes: [], decisions: [], stops: [] }));
   const [transport] = useState(
     () =>
       new DefaultChatTransport({
@@ -131,6 +135,7 @@ export function ChatPage({ chatId, initialMessages, eager, resume }) {
     error,
     sendMessage,
     setMessages,
+    stop,
     clearError,
     addToolOutput,
     addToolApprovalResponse,
@@ -159,6 +164,7 @@ export function ChatPage({ chatId, initialMessages, eager, resume }) {
       requests: record.requests,
       resumes: record.resumes,
       decisions: record.decisions,
+      stops: record.stops,
       handlerRuns: tools.allRuns(),
       state: { status, finished, error: error ? describeError(error) : null, messages },
     };
@@ -171,6 +177,26 @@ export function ChatPage({ chatId, initialMessages, eager, resume }) {
     if (!draft.trim() || busy) return;
     sendMessage({ text: draft });
     setDraft('');
+  };
+  // The docs' order: ask the server to stop the run, then stop reading locally. The
+  // page cannot name the active stream (relayline does not tell the browser its id), so
+  // it sends only the partial answer, which relayline ignores (the worker keeps it).
+  const stopAnswer = () => {
+    const last = messages.at(-1);
+    const entry = { at: Date.now(), status: null, answer: null, answeredAt: null };
+    record.stops.push(entry);
+    void fetch(`/api/chat/${encodeURIComponent(chatId)}/stop`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(last?.role === 'assistant' ? { assistantMessage: last } : {}),
+    }).then(async (response) => {
+      entry.status = response.status;
+      entry.answer = await response.json();
+      entry.answeredAt = Date.now();
+    }, (failure) => {
+      entry.status = `failed: ${failure.message}`;
+    });
+    void stop();
   };
   // After a refused request the unsent user message is taken back; an answer that
   // failed midway stays as the user saw it.
@@ -189,10 +215,12 @@ export function ChatPage({ chatId, initialMessages, eager, resume }) {
             className={`msg ${message.role}`}
             data-role={message.role}
             data-message-id={message.id}
+            data-stopped={message.metadata?.stopped === true ? 'true' : undefined}
           >
             {message.parts.map((part, index) => (
               <Part key={index} part={part} tools={tools} onDecide={onDecide} />
             ))}
+            {message.metadata?.stopped === true && <p className="stopped">Stopped</p>}
           </li>
         ))}
       </ol>
@@ -212,6 +240,11 @@ export function ChatPage({ chatId, initialMessages, eager, resume }) {
         <button type="submit" disabled={busy}>
           Send
         </button>
+        {busy && (
+          <button type="button" onClick={stopAnswer}>
+            Stop
+          </button>
+        )}
       </form>
     </main>
   );

@@ -1,0 +1,103 @@
+// RelaylineAgent: an AG-UI HttpAgent whose abortRun() stops the run on relayline.
+//
+// @ag-ui/client's HttpAgent.abortRun() only aborts its fetch; relayline treats a dropped
+// connection as a disconnect (the run goes on in the worker, so a reload can resume it),
+// and the client reports its own abort as a RUN_ERROR (`code: "abort"`). This class
+// instead POSTs relayline's stop route for the agent's thread, as CopilotKit's own client
+// does with its runtime:
+//
+//   POST <url>/stop/<threadId>   (url `…/agui` -> `/agui/stop/<id>`,
+//                                 url `…/agent/<agentId>` -> `/agent/<agentId>/stop/<id>`)
+//
+// and keeps reading: relayline stops the worker and ends the stream as AG-UI clients
+// expect of a user stop (the open message closed, RUN_FINISHED, no RUN_ERROR), with the
+// partial answer exactly as it keeps it (marked stopped). The fetch is aborted, as
+// HttpAgent does, only when the stop request fails or the stream has not ended
+// `stopGraceMs` (default 5000) after it.
+//
+// Use it wherever an HttpAgent points at relayline:
+//   - with @ag-ui/client directly: `new RelaylineAgent({ url: '/agui', threadId })`, then
+//     `agent.abortRun()` is a real stop;
+//   - as the agent of a CopilotKit runtime (`new CopilotRuntime({ agents: { default:
+//     new RelaylineAgent({ url }) } })`): the runtime's stop route calls abortRun() on the
+//     run's agent, so CopilotKit's Stop stops the worker too.
+//
+// Copy this file into your app or import it; it needs only '@ag-ui/client' (tested with
+// 0.0.59, CopilotKit 1.75's pin; 1.0's HttpAgent has the same abortRun and clone).
+// `stopUrl` overrides where the stop goes (a string, or a function of the agent).
+import { HttpAgent } from '@ag-ui/client';
+
+/** ms the stream may take to end after a stop before the fetch is aborted */
+const STOP_GRACE_MS = 5000;
+
+/**
+ * @typedef {ConstructorParameters<typeof HttpAgent>[0] & {
+ *   stopUrl?: string | ((agent: RelaylineAgent) => string),
+ *   stopGraceMs?: number,
+ * }} RelaylineAgentConfig
+ */
+
+export class RelaylineAgent extends HttpAgent {
+  /** @param {RelaylineAgentConfig} config */
+  constructor({ stopUrl, stopGraceMs = STOP_GRACE_MS, ...config }) {
+    super(config);
+    /** @type {string | ((agent: RelaylineAgent) => string) | undefined} */
+    this.stopUrl = stopUrl;
+    this.stopGraceMs = stopGraceMs;
+  }
+
+  /** relayline's stop route for this agent's thread. */
+  stopEndpoint() {
+    if (typeof this.stopUrl === 'function') return this.stopUrl(this);
+    if (typeof this.stopUrl === 'string') return this.stopUrl;
+    const base = typeof location === 'undefined' ? undefined : location.href;
+    const url = new URL(this.url, base);
+    url.pathname = `${url.pathname.replace(/\/+$/, '')}/stop/${encodeURIComponent(this.threadId)}`;
+    url.search = '';
+    url.hash = '';
+    return url.href;
+  }
+
+  /** Stop the run on relayline; abort the fetch only if that does not end the stream. */
+  abortRun() {
+    const controller = this.abortController;
+    // Aborts this run's fetch unless it already ended or a newer run replaced it.
+    const abort = () => {
+      if (this.abortController === controller && !controller.signal.aborted) super.abortRun();
+    };
+    if (!this.threadId) {
+      abort();
+      return;
+    }
+    const timer = setTimeout(() => {
+      if (this.isRunning) abort();
+    }, this.stopGraceMs);
+    // @ts-ignore: Node's timers have unref(), browsers' numbers do not
+    timer.unref?.(); // a pending fallback never keeps a Node process alive
+    fetch(this.stopEndpoint(), {
+      method: 'POST',
+      headers: { ...this.headers, 'Content-Type': 'application/json' },
+    }).then(
+      (response) => {
+        if (!response.ok) {
+          console.error(`RelaylineAgent: the stop request answered ${response.status}`);
+          abort();
+        }
+      },
+      (error) => {
+        console.error('RelaylineAgent: the stop request failed', error);
+        abort();
+      },
+    );
+  }
+
+  // HttpAgent.clone() (what a CopilotKit runtime runs per request) copies only the
+  // fields it knows; the subclass survives through the prototype, its options do not.
+  /** @returns {RelaylineAgent} */
+  clone() {
+    const copy = /** @type {RelaylineAgent} */ (super.clone());
+    copy.stopUrl = this.stopUrl;
+    copy.stopGraceMs = this.stopGraceMs;
+    return copy;
+  }
+}
