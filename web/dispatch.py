@@ -56,6 +56,9 @@ from web.stop import DisconnectPolicy, disconnect_policy, stop
 
 PushKind = Literal["pusher", "mercure"]
 
+#: the response header naming a relayed or resumed segment's stream id
+STREAM_ID_HEADER = "X-Relayline-Stream-Id"
+
 #: seconds of silence between SSE comment heartbeats
 HEARTBEAT_SECONDS = 15.0
 
@@ -222,7 +225,8 @@ def relay(
     heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
     dropped = _stopper(svc, job.thread_id, job.run_id) if on_disconnect == "cancel" else None
     preface = []
-    headers = {**protocol(job.protocol).headers, **SSE_HEADERS}
+    # The segment's id: what a Vercel client sends as `activeStreamId` to stop it.
+    headers = {**protocol(job.protocol).headers, **SSE_HEADERS, STREAM_ID_HEADER: sent.stream_id}
     if sent.queued is not None:
         headers["X-Relayline-Queued"] = str(sent.queued)
         if job.protocol == "native":  # the only vocabulary with room for it

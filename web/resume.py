@@ -14,7 +14,7 @@ from shared.jobs import ProtocolName
 from shared.protocols import failure_frames, protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
-from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, delivery_error
+from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, STREAM_ID_HEADER, delivery_error
 from web.services import services
 
 
@@ -49,7 +49,8 @@ def resumed_response(
     heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
     timeout = services().settings.relay_timeout
     body = _frames(reader, thread_id, protocol_name, heartbeat, timeout, ids)
-    return Response(body, headers={**protocol(protocol_name).headers, **SSE_HEADERS})
+    headers = {**protocol(protocol_name).headers, **SSE_HEADERS}
+    return Response(body, headers={**headers, STREAM_ID_HEADER: reader.stream_id})
 
 
 def _frames(

@@ -116,6 +116,7 @@ def test_vercel_stop_ends_with_abort_and_reloads_as_stopped(
     )
     assert stale.json() == {"success": True, "stopped": False}
     segment = _active_stream_id(redis_url, "s-vercel")
+    assert live.headers["X-Relayline-Stream-Id"] == segment  # what the client sends back
     stop = requests.post(
         f"{web.url}/api/chat/s-vercel/stop", json={"activeStreamId": segment}, timeout=10
     )
