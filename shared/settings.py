@@ -191,6 +191,13 @@ class Settings:
     queue: str | None = None
     #: RELAYLINE_LOG_FORMAT, one of LOG_FORMATS: how the run log lines are written
     log_format: str = "text"
+    #: OTEL_EXPORTER_OTLP_ENDPOINT: spans are exported there over OTLP/HTTP (the SDK reads
+    #: the other OTEL_* variables itself); RELAYLINE_TRACING=1 traces into a tracer
+    #: provider the application configured (shared.telemetry)
+    otlp_endpoint: str | None = None
+    tracing: bool = False
+    #: OTEL_SERVICE_NAME, else relayline-web / relayline-worker
+    service_name: str | None = None
     #: RELAYLINE_WORKER_POOL, the Celery pool of ``relayline worker``: one of WORKER_POOLS
     worker_pool: str = "threads"
     #: RELAYLINE_WORKER_CONCURRENCY, turns one worker process runs at once (threads pool:
@@ -314,6 +321,10 @@ class Settings:
             ),
             queue=get("RELAYLINE_QUEUE"),
             log_format=log_format,
+            otlp_endpoint=get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            tracing=bool(get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            or (get("RELAYLINE_TRACING") or "").lower() in ("1", "true", "on"),
+            service_name=get("OTEL_SERVICE_NAME"),
             secret_key=get("SECRET_KEY") or cls.secret_key,
             token_ttl=float(token_ttl) if token_ttl is not None else cls.token_ttl,
             delivery=delivery,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, request
 
+from shared import telemetry
 from shared.settings import Settings
 from web import agui, connect, demo, errors, health, native, push, stop, threads, vercel
 from web.auth import UserLoader
@@ -63,6 +64,9 @@ class Relayline:
         svc.url_prefix = prefix
         svc.init_app(app)
         app.register_blueprint(_mount(), url_prefix=prefix or None)
+        if telemetry.configure(svc.settings, "relayline-web"):
+            _trace_requests(app)
+            telemetry.instrument("celery", "redis", "sqlalchemy")  # publish carries context
         return svc
 
     @staticmethod
@@ -70,6 +74,14 @@ class Relayline:
         """The state ``init_app`` left on ``app``."""
         found: Services = app.extensions["relayline"]
         return found
+
+
+def _trace_requests(app: Flask) -> None:
+    try:
+        from opentelemetry.instrumentation.flask import FlaskInstrumentor
+    except ImportError:
+        return  # configure() already warned that the extra is missing
+    FlaskInstrumentor().instrument_app(app)  # type: ignore[no-untyped-call]
 
 
 def _mount() -> Blueprint:

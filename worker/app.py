@@ -9,7 +9,9 @@ taken for dead and no two workers run the same turn.
 from __future__ import annotations
 
 from celery import Celery
+from celery.signals import worker_init, worker_process_init
 
+from shared import telemetry
 from shared.settings import Settings
 
 #: seconds a worker holds a run between checkpoints (longest single step)
@@ -56,3 +58,11 @@ def make_celery(settings: Settings | None = None) -> Celery:
 
 
 app = make_celery()
+
+
+@worker_init.connect
+@worker_process_init.connect
+def _trace(**_: object) -> None:
+    """Traces in the worker's main process (threads pool) and in each prefork child."""
+    if telemetry.configure(Settings.from_env(), "relayline-worker"):
+        telemetry.instrument("celery", "redis", "sqlalchemy")

@@ -25,6 +25,8 @@ from collections.abc import Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from opentelemetry.trace import StatusCode
+
 from shared import batch as batches
 from shared.agent.spec import AgentSpec
 from shared.cancel import CancelToken
@@ -66,6 +68,7 @@ from shared.records import (
     RunStatus,
     UsageJSON,
 )
+from shared.telemetry import tracer
 from shared.texts import RUN_FAILED
 from shared.tools import AnyTool, cancel_scope
 
@@ -222,15 +225,26 @@ class RunLoop:
             cancel=self.cancel,
         )
         yield StepStarted("model", {"step": step})
+        # Not the current span: the segment yields while it is open (shared.telemetry).
+        span = tracer.start_span("relayline.model_call", attributes=self._span_attributes(step))
         try:
             assistant, calls = yield from self._respond(request, message_id)
-        except Exception:
+        except Exception as exc:
             if self.cancel.is_set():  # the stop closed the stream: not a failure
                 assistant, calls = self._partial(), []
             else:
+                span.record_exception(exc)
+                span.set_status(StatusCode.ERROR)
+                span.end()
                 # Close the step the client saw open, then fail the run with the error.
                 yield StepFinished("model", {"step": step, "failed": True})
                 raise
+        usage_seen = assistant.meta.get("usage")
+        if isinstance(usage_seen, dict):
+            span.set_attribute("gen_ai.usage.input_tokens", usage_seen.get("input") or 0)
+            span.set_attribute("gen_ai.usage.output_tokens", usage_seen.get("output") or 0)
+        span.set_attribute("relayline.stopped", self.cancel.is_set())
+        span.end()
         self.last_text = assistant.text
         if self.cancel.is_set():
             stopped = dataclasses.replace(
@@ -312,6 +326,16 @@ class RunLoop:
         )
         return assistant, calls
 
+    def _span_attributes(self, step: int | None = None) -> dict[str, str | int]:
+        attributes: dict[str, str | int] = {
+            "relayline.thread_id": self.record.thread_id,
+            "relayline.run_id": self.record.run_id,
+            "relayline.attempt": self.record.attempt,
+        }
+        if step is not None:
+            attributes["relayline.step"] = step
+        return attributes
+
     def _partial(self) -> Message:
         """The answer streamed so far, without its unfinished tool calls."""
         message_id, text, reasoning, meta = self._answer
@@ -388,7 +412,11 @@ class RunLoop:
             try:
                 if tool is None:
                     raise LookupError(f"Tool '{call['name']}' is not available on this server.")
-                with cancel_scope(self.cancel):
+                attributes = {**self._span_attributes(), "relayline.tool": call["name"]}
+                with (
+                    tracer.start_as_current_span("relayline.tool", attributes=attributes),
+                    cancel_scope(self.cancel),
+                ):
                     entry = {"result": _result_text(tool.execute(call["inputs"]))}
             except Exception as exc:  # a tool's failure is the model's to handle
                 entry = {"error": f"{type(exc).__name__}: {exc}"}
