@@ -71,6 +71,9 @@ async function open(page) {
 }
 
 async function currentThread(page) {
+  // The page names its thread when its start-up (which awaits GET demo/config) is done;
+  // 'load' does not wait for a module's top-level await.
+  await page.waitForFunction(() => document.querySelector('#thread-id')?.textContent.trim());
   return (await page.locator('#thread-id').textContent()).trim();
 }
 
