@@ -195,6 +195,11 @@ class Settings:
     #: the other OTEL_* variables itself); RELAYLINE_TRACING=1 traces into a tracer
     #: provider the application configured (shared.telemetry)
     otlp_endpoint: str | None = None
+    #: RELAYLINE_METRICS=1 serves Prometheus metrics at /metrics (off by default: they
+    #: tell anyone who can reach them how busy the service is)
+    metrics: bool = False
+    #: RELAYLINE_METRICS_PORT: a worker serves its metrics on 127.0.0.1 at this port
+    metrics_port: int | None = None
     tracing: bool = False
     #: OTEL_SERVICE_NAME, else relayline-web / relayline-worker
     service_name: str | None = None
@@ -300,6 +305,9 @@ class Settings:
         concurrency = _number(
             get("RELAYLINE_WORKER_CONCURRENCY"), "RELAYLINE_WORKER_CONCURRENCY", int
         )
+        metrics_port = get("RELAYLINE_METRICS_PORT")
+        if metrics_port is not None and not metrics_port.isdigit():
+            raise ValueError("RELAYLINE_METRICS_PORT must be a port number.")
         return cls(
             database_url=get("DATABASE_URL") or cls.database_url,
             redis_url=get("REDIS_URL"),
@@ -322,6 +330,8 @@ class Settings:
             queue=get("RELAYLINE_QUEUE"),
             log_format=log_format,
             otlp_endpoint=get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            metrics=(get("RELAYLINE_METRICS") or "").lower() in ("1", "true", "on"),
+            metrics_port=int(metrics_port) if metrics_port is not None else None,
             tracing=bool(get("OTEL_EXPORTER_OTLP_ENDPOINT"))
             or (get("RELAYLINE_TRACING") or "").lower() in ("1", "true", "on"),
             service_name=get("OTEL_SERVICE_NAME"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Literal
@@ -26,6 +27,7 @@ from channels import (
 from channels.mercure import thread_topic
 from channels.pusher import thread_channel
 from channels.turns import QueuedTurn, queue_turn
+from shared import metrics
 from shared.errors import (
     DeliveryError,
     RunElsewhereError,
@@ -211,6 +213,7 @@ def relay(
     send: Sender = _send,
 ) -> Response:
     svc = services()
+    began = time.monotonic()
     name = f"relayline:relay:{uuid.uuid4().hex}"
     reader = RedisChannelReader(svc.redis, name, timeout=svc.settings.relay_timeout)
     # The subscription is confirmed before the job leaves (Pub/Sub keeps nothing for
@@ -231,7 +234,9 @@ def relay(
         headers["X-Relayline-Queued"] = str(sent.queued)
         if job.protocol == "native":  # the only vocabulary with room for it
             preface.append(encode_event(ProtocolEvent("queued", {"position": sent.queued})))
-    body = _relayed(reader, job.protocol, job.thread_id, job.seed, heartbeat, dropped, preface)
+    body = _relayed(
+        reader, job.protocol, job.thread_id, job.seed, heartbeat, dropped, preface, began
+    )
     return Response(body, headers=headers)
 
 
@@ -243,11 +248,13 @@ def _relayed(
     heartbeat: float = HEARTBEAT_SECONDS,
     on_dropped: Callable[[], None] | None = None,
     preface: Sequence[str] = (),
+    began: float | None = None,
 ) -> Iterator[str]:
     """The SSE body. A client that goes away closes this generator, which drops only the
     subscription (the run goes on in the worker and its result lands in history), unless
     ``on_dropped`` is given: then it is called, to stop the run."""
     started = False
+    metrics.OPEN_STREAMS.inc()
     try:
         yield from preface
         for item in reader.events(heartbeat=heartbeat):
@@ -256,7 +263,10 @@ def _relayed(
                 continue
             if is_terminal(item.type):
                 return
+            if not started and began is not None:
+                metrics.FIRST_EVENT_SECONDS.observe(time.monotonic() - began)
             started = True
+            metrics.EVENTS_RELAYED.inc()
             if protocol == "native":
                 # The segment log's cursor: EventSource resends it as Last-Event-ID.
                 yield f"id: {reader.sequence}\n" + encode_event(item)
@@ -271,6 +281,7 @@ def _relayed(
             on_dropped()
         raise
     finally:
+        metrics.OPEN_STREAMS.dec()
         reader.close()
 
 

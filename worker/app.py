@@ -8,6 +8,7 @@ taken for dead and no two workers run the same turn.
 
 from __future__ import annotations
 
+import prometheus_client
 from celery import Celery
 from celery.signals import worker_init, worker_process_init
 
@@ -66,3 +67,12 @@ def _trace(**_: object) -> None:
     """Traces in the worker's main process (threads pool) and in each prefork child."""
     if telemetry.configure(Settings.from_env(), "relayline-worker"):
         telemetry.instrument("celery", "redis", "sqlalchemy")
+
+
+@worker_init.connect
+def _serve_metrics(**_: object) -> None:
+    """RELAYLINE_METRICS_PORT: this worker's metrics on 127.0.0.1 (prefork children share
+    them through PROMETHEUS_MULTIPROC_DIR, as gunicorn's workers do)."""
+    port = Settings.from_env().metrics_port
+    if port is not None:
+        prometheus_client.start_http_server(port, addr="127.0.0.1")

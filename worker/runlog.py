@@ -33,6 +33,7 @@ from typing import Any, Final, TypedDict
 
 from celery.signals import task_postrun, task_prerun
 
+from shared import metrics
 from shared.jobs import CONTINUE_RUN, DEFAULT_AGENT, EXPIRE_WAIT, RECOVER_RUN, RUN_TURN
 from worker.resources import resources
 
@@ -46,7 +47,7 @@ STARTS: Final = {
     EXPIRE_WAIT: "run.expiring",
 }
 #: task outcomes that are where the run went; any other outcome is ``run.skipped``
-ENDS: Final = frozenset({"completed", "suspended", "failed"})
+ENDS: Final = frozenset({"completed", "suspended", "failed", "cancelled"})
 
 
 class RunLine(TypedDict, total=False):
@@ -133,6 +134,7 @@ def _task_started(task_id: str, task: Any, kwargs: Any = None, **_: object) -> N
             "task_id": task_id,
         }
         _started[task_id] = (time.monotonic(), line)
+        metrics.RUNS.labels(line["agent"], event.removeprefix("run.")).inc()
         if logger.isEnabledFor(logging.DEBUG):  # what a person wrote, only when asked
             message = job.get("message")
             if isinstance(message, dict):
@@ -166,5 +168,8 @@ def _task_ended(task_id: str, retval: Any = None, state: str | None = None, **_:
             "status": record.status if record is not None else None,
         }
         _emit(logging.WARNING if event == "run.error" else logging.INFO, ended)
+        if event != "run.skipped":
+            metrics.RUNS.labels(line["agent"], event.removeprefix("run.")).inc()
+        metrics.TURN_SECONDS.labels(line["agent"], outcome).observe(time.monotonic() - began)
     except Exception:
         logger.debug("could not log the end of task %s", task_id, exc_info=True)

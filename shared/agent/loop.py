@@ -28,6 +28,7 @@ from typing import Any
 from opentelemetry.trace import StatusCode
 
 from shared import batch as batches
+from shared import metrics
 from shared.agent.spec import AgentSpec
 from shared.cancel import CancelToken
 from shared.chunks import (
@@ -233,14 +234,19 @@ class RunLoop:
             if self.cancel.is_set():  # the stop closed the stream: not a failure
                 assistant, calls = self._partial(), []
             else:
+                metrics.MODEL_CALLS.labels("error").inc()
                 span.record_exception(exc)
                 span.set_status(StatusCode.ERROR)
                 span.end()
                 # Close the step the client saw open, then fail the run with the error.
                 yield StepFinished("model", {"step": step, "failed": True})
                 raise
+        metrics.MODEL_CALLS.labels("stopped" if self.cancel.is_set() else "ok").inc()
         usage_seen = assistant.meta.get("usage")
         if isinstance(usage_seen, dict):
+            for kind in ("input", "output"):
+                if isinstance(usage_seen.get(kind), int):
+                    metrics.TOKENS.labels(kind).inc(usage_seen[kind])
             span.set_attribute("gen_ai.usage.input_tokens", usage_seen.get("input") or 0)
             span.set_attribute("gen_ai.usage.output_tokens", usage_seen.get("output") or 0)
         span.set_attribute("relayline.stopped", self.cancel.is_set())
@@ -426,6 +432,7 @@ class RunLoop:
         checkpoint: Checkpoint = {**self.record.checkpoint, "toolStarted": None}
         self.write(accepted={**accepted, "results": results}, checkpoint=checkpoint)
         outcome = "error" if "error" in entry else "ok"
+        metrics.TOOL_EXECUTIONS.labels(call["name"], outcome).inc()
         yield Activity(activity, "tool", {**status, "status": outcome, "durationMs": elapsed})
         info = batches.call_info(call, self.record.accepted, with_result=True)
         yield ToolResultChunk(info, self._batch()["messageId"])

@@ -143,6 +143,10 @@ BATCH_SCRIPT: dict[str, Any] = {
             "steps": [{"delay_ms": 700, "text": "Back after a pause."}],
         },
         {
+            "match": "(?i)explode",
+            "steps": [{"text": "About to", "error": "the model fell over"}],
+        },
+        {
             "match": "(?i)story",
             "steps": [{"chunk_delay_ms": 50, "text": "Once upon a time, " * 200}],
         },
