@@ -38,13 +38,24 @@ def json_body() -> dict[str, Any]:
     (not ValueError) about 1,000 levels down, so that is a bad body too."""
     raw = request.get_data(cache=True)
     try:
-        body = json.loads(raw) if raw else None
+        body = json.loads(raw, parse_constant=_refuse_constant) if raw else None
+    except _NotJSONError as exc:
+        raise InputTranslationError(str(exc)) from exc
     except (ValueError, RecursionError):
         body = None
     if not isinstance(body, dict):
         raise InputTranslationError("The request body must be a JSON object.")
     check_depth(body)
     return body
+
+
+class _NotJSONError(Exception):
+    """A token Python's parser accepts but JSON does not have."""
+
+
+def _refuse_constant(name: str) -> object:
+    # json.loads takes NaN and Infinity, which nothing downstream can store or send.
+    raise _NotJSONError(f"The request body holds {name}, which is not JSON.")
 
 
 def check_depth(value: object, limit: int = MAX_DEPTH) -> None:

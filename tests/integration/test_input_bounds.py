@@ -207,3 +207,16 @@ def test_redis_down_at_enqueue_is_503(tmp_path: Any, route: str, delivery: str) 
         _refused(response, 503)
         assert response.headers["Retry-After"].isdigit()
         assert thread_count(store) == 0
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_json_numbers_are_refused_before_anything_is_stored(
+    constant: str, client: tuple[FlaskClient, Store, str]
+) -> None:
+    test_client, store, _ = client
+    body = '{"content": "hi", "extra": ' + constant + "}"
+    response = test_client.post(
+        "/api/threads/nan-thread/messages", data=body, content_type="application/json"
+    )
+    assert constant.lstrip("-") in _refused(response)["error"]
+    assert store.thread("nan-thread") is None
