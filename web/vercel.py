@@ -7,9 +7,11 @@ from werkzeug.exceptions import BadRequest
 
 from channels.log import LogGoneError
 from shared.agent import Agent
+from shared.errors import InputTranslationError
 from shared.ids import new_id, new_run_id
 from shared.jobs import ContinueJob, TurnJob, UserTurn
 from shared.protocols.vercel import VercelAIInputTranslator, ui_messages
+from shared.texts import EMPTY_TURN
 from web.auth import current_user, thread_for
 from web.bounds import check_vercel
 from web.dispatch import current_run, deliver, json_body, refuse_replay
@@ -45,6 +47,8 @@ def post_chat() -> Response:
         )
         return deliver(continued)
     turn = translator.new_turn_text(payload)
+    if not turn.text.strip():
+        raise InputTranslationError(EMPTY_TURN)  # as AG-UI and native refuse it
     now = make_room(thread_id, current_run(thread), strategy(agent.spec))
     message = UserTurn(turn.id or new_id("msg"), turn.text)
     stored = services().store.stored_message_ids(thread_id, [message.id])

@@ -220,3 +220,14 @@ def test_non_json_numbers_are_refused_before_anything_is_stored(
     )
     assert constant.lstrip("-") in _refused(response)["error"]
     assert store.thread("nan-thread") is None
+
+
+@pytest.mark.parametrize("parts", [[], [{"type": "text", "text": "   "}]])
+def test_an_empty_vercel_turn_is_400_before_headers(
+    client: tuple[FlaskClient, Store, str], parts: list[dict[str, str]]
+) -> None:
+    test_client, store, redis_url = client
+    body = {"id": "v-empty", "messages": [{"id": "m1", "role": "user", "parts": parts}]}
+    _refused(test_client.post("/api/chat", json=body))
+    assert thread_count(store) == 0
+    assert redis.Redis.from_url(redis_url).llen("celery") == 0
