@@ -52,9 +52,14 @@ class Asking:
         self.text: str | None = None
 
         def ask() -> None:
-            response = requests.post(
-                f"{url}/api/threads/{thread_id}/messages", json={"content": content}, timeout=120
-            )
+            try:
+                response = requests.post(
+                    f"{url}/api/threads/{thread_id}/messages",
+                    json={"content": content},
+                    timeout=120,
+                )
+            except requests.RequestException:  # the web stopped under it: no answer
+                return
             self.text = response.text
 
         self.thread = threading.Thread(target=ask)
