@@ -43,7 +43,7 @@ def admit(
 ) -> Refusal | None:
     """Add the turn unless a limit (0: none) is reached; the limit it met, else None."""
     found = client.eval(
-        _ADMIT, 2, QUEUED_KEY, owner_key(owner), stream_id, limit, owner_limit, int(max_age)
+        _ADMIT, 2, QUEUED_KEY, owner_key(owner), stream_id, limit, owner_limit, float(max_age)
     )
     code = int(cast(int, found))
     return Refusal(code) if code else None
@@ -59,7 +59,7 @@ def started(client: redis.Redis, stream_id: str, owner: str) -> None:
 
 def depth(client: redis.Redis, max_age: float) -> int:
     """How many turns wait in the broker now (those younger than ``max_age``)."""
-    return int(cast(int, client.eval(_DEPTH, 1, QUEUED_KEY, int(max_age))))
+    return int(cast(int, client.eval(_DEPTH, 1, QUEUED_KEY, float(max_age))))
 
 
 #: KEYS: global, owner; ARGV: member, limit, owner limit, max age (s). Returns 0 when
@@ -75,8 +75,9 @@ if limit > 0 and redis.call('ZCARD', KEYS[1]) >= limit then return 1 end
 if owner_limit > 0 and redis.call('ZCARD', KEYS[2]) >= owner_limit then return 2 end
 redis.call('ZADD', KEYS[1], t, ARGV[1])
 redis.call('ZADD', KEYS[2], t, ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
+local keep = math.max(1, math.ceil(tonumber(ARGV[4])))
+redis.call('EXPIRE', KEYS[1], keep)
+redis.call('EXPIRE', KEYS[2], keep)
 return 0
 """
 _DEPTH = """
