@@ -153,9 +153,10 @@ def get_thread(thread_id: str) -> Response:
         request.args.get("before"),
         redact=redactions(spec.tools),
     )
-    record = services().store.current_run(thread_id)
-    if payload["status"] == "running" and record is not None:
-        payload["status"] = shown_status(services(), record)  # "recovering": worker gone
+    if payload["status"] == "running":  # "recovering" while its worker is gone
+        record = services().store.current_run(thread_id)
+        if record is not None:
+            payload["status"] = shown_status(services(), record)
     return jsonify(payload)
 
 
