@@ -178,6 +178,11 @@ class Settings:
     #: RELAYLINE_HEARTBEAT_INTERVAL, seconds between heartbeat renewals, and between the
     #: sweeps that look for lapsed heartbeats
     heartbeat_interval: float = 5.0
+    #: RELAYLINE_MAX_QUEUED_TURNS, turns sent to the broker and not yet started by a
+    #: worker beyond which a new turn is refused with 429 (0: no limit, the default)
+    max_queued_turns: int = 0
+    #: RELAYLINE_MAX_QUEUED_TURNS_PER_OWNER, the same limit for each owner (0: none)
+    max_queued_turns_per_owner: int = 0
     #: RELAYLINE_STREAM_RETENTION, seconds a segment's log is kept after its terminal
     stream_retention: float = 600.0
     #: RELAYLINE_STREAM_MAX_AGE, seconds a segment's log is kept at most, terminal or not
@@ -309,6 +314,8 @@ class Settings:
         if metrics_port is not None and not metrics_port.isdigit():
             raise ValueError("RELAYLINE_METRICS_PORT must be a port number.")
         return cls(
+            max_queued_turns=_limit(env, "RELAYLINE_MAX_QUEUED_TURNS"),
+            max_queued_turns_per_owner=_limit(env, "RELAYLINE_MAX_QUEUED_TURNS_PER_OWNER"),
             database_url=get("DATABASE_URL") or cls.database_url,
             redis_url=get("REDIS_URL"),
             celery_broker_url=get("CELERY_BROKER_URL"),
@@ -392,6 +399,16 @@ def _number(value: str | None, name: str, kind: type[int] | type[float]) -> floa
     if number <= 0:
         raise ValueError(f"{name} must be positive, got {value!r}.")
     return number
+
+
+def _limit(env: Mapping[str, str], name: str) -> int:
+    """A count where 0 (or unset) means no limit."""
+    value = env.get(name) or ""
+    if not value:
+        return 0
+    if not value.strip().isdigit():
+        raise ValueError(f"{name} must be a whole number (0: no limit), got {value!r}.")
+    return int(value)
 
 
 def _parse_agents(value: str) -> dict[str, str]:

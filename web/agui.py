@@ -18,12 +18,12 @@ from shared.protocols import agui
 from shared.protocols.agui.hydrate import Redact
 from shared.protocols.agui.seed import lookup_ids, unstored
 from shared.protocols.agui.wire import InterruptJSON, MessageJSON
-from shared.records import RunStatus
 from shared.tools import redactions
 from web.auth import current_user, thread_for
 from web.bounds import check_agui
 from web.dispatch import current_run, deliver, json_body, refuse_replay
 from web.multitask import make_room, strategy
+from web.recovering import ShownStatus, shown_status
 from web.services import services
 from web.stop import disconnect_policy
 
@@ -153,13 +153,17 @@ def get_thread(thread_id: str) -> Response:
         request.args.get("before"),
         redact=redactions(spec.tools),
     )
+    if payload["status"] == "running":  # "recovering" while its worker is gone
+        record = services().store.current_run(thread_id)
+        if record is not None:
+            payload["status"] = shown_status(services(), record)
     return jsonify(payload)
 
 
 class ThreadPayload(TypedDict):
     messages: list[MessageJSON]
     interrupts: list[InterruptJSON]
-    status: RunStatus | None
+    status: ShownStatus | None
     before: str | None
     #: ids of the answers on the page that a person stopped before they finished
     stopped: list[str]

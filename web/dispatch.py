@@ -51,6 +51,7 @@ from shared.protocols import failure_frames, protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
 from shared.texts import delivery_not_configured, run_recovered, stream_lost
+from web.admission import admit_turn, retract, withdraw
 from web.bounds import json_body as json_body  # re-exported: it lived here
 from web.sending import release_if_idle, send_by_name
 from web.services import Services, services
@@ -131,11 +132,18 @@ def _send(job: TurnJob | ContinueJob) -> Sent:
     a reload finds it from now on)."""
     svc = services()
     stream_id = new_stream_id()
+    admit_turn(svc, stream_id, job.owner)  # 429 before anything is announced or sent
     segment = ActiveSegment(job.protocol, stream_id)
-    announce(svc.redis, job.thread_id, segment, LogLimits.from_settings(svc.settings))
-    job = dataclasses.replace(job, stream_id=stream_id)
-    task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
-    send_by_name(svc, task, job.to_json())
+    try:
+        announce(svc.redis, job.thread_id, segment, LogLimits.from_settings(svc.settings))
+        job = dataclasses.replace(job, stream_id=stream_id)
+        task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
+        send_by_name(svc, task, job.to_json())
+    except BaseException:
+        # Not sent (the broker is down: a 503): leave no count and no announced segment.
+        withdraw(svc, stream_id, job.owner)
+        retract(svc, job.thread_id, segment)
+        raise
     return Sent(stream_id)
 
 

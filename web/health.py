@@ -1,10 +1,14 @@
-"""Liveness and readiness."""
+"""Liveness and readiness. ``/readyz`` also shows the queue: turns sent to the broker
+that no worker has started yet, and the admission limits (web.admission; 0: none)."""
 
 from __future__ import annotations
+
+import contextlib
 
 import sqlalchemy as sa
 from flask import Blueprint, Response, jsonify
 
+from channels.backlog import depth
 from web.services import services
 
 bp = Blueprint("health", __name__)
@@ -37,6 +41,16 @@ def readyz() -> Response:
     except Exception as exc:
         checks["broker"] = f"error: {type(exc).__name__}"
     ready = all(value == "ok" for value in checks.values())
-    response = jsonify({"status": "ready" if ready else "unavailable", "checks": checks})
+    queue: dict[str, int | None] = {
+        "depth": None,
+        "limit": svc.settings.max_queued_turns,
+        "perOwnerLimit": svc.settings.max_queued_turns_per_owner,
+    }
+    if checks["redis"] == "ok":
+        # Readiness is the checks above; the depth is a figure that may be missing.
+        with contextlib.suppress(Exception):
+            queue["depth"] = depth(svc.redis, svc.settings.stream_max_age)
+    body = {"status": "ready" if ready else "unavailable", "checks": checks, "queue": queue}
+    response = jsonify(body)
     response.status_code = 200 if ready else 503
     return response

@@ -18,6 +18,7 @@ from web.dispatch import (
     json_body,
 )
 from web.multitask import make_room, strategy
+from web.recovering import shown_status
 from web.resume import active_reader, resumed_response
 from web.services import services
 
@@ -87,7 +88,8 @@ def get_thread(thread_id: str) -> Response:
     if record is not None and state is not None:
         run = {
             "runId": record.run_id,
-            "status": record.status,
+            # "recovering" while the run's worker is gone (web.recovering)
+            "status": shown_status(services(), record),
             "attempt": record.attempt,
             "interrupt": state.interrupt.to_json() if state.interrupt else None,
             # tokens of every model call of the run, summed; null until one reports usage

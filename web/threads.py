@@ -20,6 +20,7 @@ from channels.turns import drop_queue
 from shared.agent.stop import wait_stopped
 from shared.persistence.store import ThreadSummary
 from web.auth import current_user, thread_for
+from web.recovering import shown_statuses
 from web.services import services
 from web.stop import stop
 
@@ -44,7 +45,16 @@ def list_threads() -> Response:
     found = services().store.list_threads(current_user(), limit=limit + 1, after=after)
     page = found[:limit]
     cursor = _encode(page[-1]) if len(found) > limit else None
-    return jsonify({"threads": [_line(t) for t in page], "cursor": cursor})
+    return jsonify({"threads": [_line(t, _recovering(page)) for t in page], "cursor": cursor})
+
+
+def _recovering(page: list[ThreadSummary]) -> set[str]:
+    """The page's threads whose running run lost its worker (web.recovering)."""
+    svc = services()
+    running = [s.id for s in page if s.status == "running"]
+    records = [r for thread_id in running if (r := svc.store.current_run(thread_id))]
+    shown = shown_statuses(svc, records)
+    return {r.thread_id for r in records if shown.get(r.run_id) == "recovering"}
 
 
 @bp.delete("/api/threads/<thread_id>")
@@ -64,12 +74,12 @@ def delete_thread(thread_id: str) -> Response:
     return Response(status=204)
 
 
-def _line(summary: ThreadSummary) -> dict[str, object]:
+def _line(summary: ThreadSummary, recovering: set[str]) -> dict[str, object]:
     return {
         "threadId": summary.id,
         "title": summary.title,
         "updated": summary.updated.isoformat(),
-        "status": summary.status,
+        "status": "recovering" if summary.id in recovering else summary.status,
     }
 
 

@@ -39,6 +39,7 @@ from typing import cast
 
 import redis
 
+from channels.liveness import heartbeat_key
 from shared.jobs import AnyJob, Job, JobError, RecoverJob, Target
 from shared.jsonutil import dumps
 from shared.persistence import RunRecord, Store
@@ -47,10 +48,7 @@ logger = logging.getLogger("relayline.liveness")
 
 SWEEP_LOCK = "relayline:sweeper"
 
-
-def heartbeat_key(run_id: str) -> str:
-    # The hash tag keeps one run's keys in one Redis Cluster slot.
-    return f"relayline:{{run:{run_id}}}:hb"
+__all__ = ["Heartbeat", "Sweeper", "heartbeat_key", "holder_alive", "lapsed", "recovery_job"]
 
 
 def job_key(run_id: str) -> str:

@@ -24,6 +24,7 @@ import redis
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
+from channels.backlog import started
 from channels.log import LogLimits
 from channels.stops import process_watcher, stopped_before_start
 from channels.turns import queued, release_next
@@ -142,6 +143,7 @@ def _execute(
     task: AnyTask, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]
 ) -> str:
     res = resources()
+    _left_broker(res, job)
     # Before our own beat is set: it would hide the holder's.
     alive = _holder_alive(res, job.run_id)
     # Read only when a holder lives (a fixed cost a turn with no other holder skips).
@@ -158,6 +160,16 @@ def _execute(
             return _execute_beating(task, res, with_segment(job, res.redis), build, stopped)
     finally:
         _release_queued(res, job.thread_id)
+
+
+def _left_broker(res: Resources, job: AnyJob) -> None:
+    """The turn no longer waits in the broker: uncount it (channels.backlog)."""
+    if job.stream_id is None:
+        return  # a recovery: never counted
+    try:
+        started(res.redis, job.stream_id, job.owner)
+    except redis.RedisError:
+        logger.warning("could not uncount the started turn %s", job.stream_id)
 
 
 def _stopped_before_start(res: Resources, job: AnyJob) -> bool:

@@ -104,6 +104,10 @@ class Store:
     def __init__(self, url: str, *, migrate: bool = True, **engine_options: Any) -> None:
         if url.startswith("sqlite"):
             engine_options.setdefault("connect_args", {"timeout": 30})
+        else:
+            # A restarted server (failover, upgrade) cuts every pooled connection: test
+            # each at checkout, or the first request of every process after it is a 500.
+            engine_options.setdefault("pool_pre_ping", True)
         self.url = url
         self.engine: Engine = sa.create_engine(url, **engine_options)
         if url.startswith("sqlite"):
