@@ -3,8 +3,11 @@ Node bridge ``tests/contract/copilotkit/bridge.mjs``, an AG-UI ``HttpAgent`` poi
 ``/agui``) and CopilotKit's headless client (``@copilotkit/core``) as the page. The
 scenarios (reference catalogue J 187) live in ``tests/contract/copilotkit/*.test.mjs``;
 each test file starts its own bridge, because the runtime keeps threads in its process
-memory. This module starts the stack once (real Celery worker, the web app on a real
-port, Redis, SQLite), hands the suite its base URL and the directory where the test
+memory. ``connect.test.mjs`` rejoins a running answer (issue 10): an ``@ag-ui/client``
+``RelaylineAgent``'s ``connectAgent()`` on ``POST /agui/connect``, and a CopilotKit page
+reloaded mid-run onto a fresh bridge whose runner's ``connect`` asks relayline. This
+module starts the stack once (real Celery worker, the web app on a real port, Redis,
+SQLite), hands the suite its base URL and the directory where the test
 agent (``tests/contract/copilotkit_agent.py``) logs model calls and backend tool
 executions, and requires every Node test to pass.
 """

@@ -22,10 +22,31 @@
 //     new RelaylineAgent({ url }) } })`): the runtime's stop route calls abortRun() on the
 //     run's agent, so CopilotKit's Stop stops the worker too.
 //
+// It also implements connect(), which HttpAgent leaves unimplemented, so that
+// `agent.connectAgent()` (what a reloaded page calls) rejoins the thread on relayline:
+//
+//   POST <url>/connect           (url `…/agui` -> `/agui/connect`,
+//                                 url `…/agent/<agentId>` -> `/agent/<agentId>/connect`)
+//
+// with the HttpAgent's own request (headers, RunAgentInput naming the thread), its SSE
+// answer parsed into AG-UI events exactly as HttpAgent.run parses a run: one run that
+// carries the stored history as a MESSAGES_SNAPSHOT (and the open interrupt, if the run
+// waits on one), then the running answer replayed from its start and followed live to
+// its end; nothing when the thread is unknown. A CopilotKit runtime can serve its own
+// connect route from it (an AgentRunner whose connect() calls the agent's connect(); see
+// the README), so a reloaded CopilotKit page rejoins a run whatever runtime process
+// started it.
+//
 // Copy this file into your app or import it; it needs only '@ag-ui/client' (tested with
-// 0.0.59, CopilotKit 1.75's pin; 1.0's HttpAgent has the same abortRun and clone).
-// `stopUrl` overrides where the stop goes (a string, or a function of the agent).
-import { HttpAgent } from '@ag-ui/client';
+// 0.0.59, CopilotKit 1.75's pin; 1.0's HttpAgent has the same abortRun, clone,
+// requestInit and exports). `stopUrl` overrides where the stop goes, `connectUrl` where
+// the connect goes (each a string, or a function of the agent).
+import * as agui from '@ag-ui/client';
+
+const { HttpAgent, runHttpRequest, transformHttpEventStream } = agui;
+/** 1.0 checks an outgoing RunAgentInput in HttpAgent.run (0.0.59 has no such step). */
+// @ts-ignore: not exported by every pinned version
+const enforceOutgoingInput = agui.enforceOutgoingInput ?? ((input) => input);
 
 /** ms the stream may take to end after a stop before the fetch is aborted */
 const STOP_GRACE_MS = 5000;
@@ -34,28 +55,65 @@ const STOP_GRACE_MS = 5000;
  * @typedef {ConstructorParameters<typeof HttpAgent>[0] & {
  *   stopUrl?: string | ((agent: RelaylineAgent) => string),
  *   stopGraceMs?: number,
+ *   connectUrl?: string | ((agent: RelaylineAgent) => string),
  * }} RelaylineAgentConfig
  */
 
+/**
+ * `<agent url>/<suffix>` without the url's query or fragment. (A function, not a
+ * private method: HttpAgent.clone() builds copies with Object.create, which would not
+ * carry a private method.)
+ * @param {RelaylineAgent} agent
+ * @param {string} suffix
+ */
+function route(agent, suffix) {
+  const base = typeof location === 'undefined' ? undefined : location.href;
+  const url = new URL(agent.url, base);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/${suffix}`;
+  url.search = '';
+  url.hash = '';
+  return url.href;
+}
+
 export class RelaylineAgent extends HttpAgent {
   /** @param {RelaylineAgentConfig} config */
-  constructor({ stopUrl, stopGraceMs = STOP_GRACE_MS, ...config }) {
+  constructor({ stopUrl, stopGraceMs = STOP_GRACE_MS, connectUrl, ...config }) {
     super(config);
     /** @type {string | ((agent: RelaylineAgent) => string) | undefined} */
     this.stopUrl = stopUrl;
     this.stopGraceMs = stopGraceMs;
+    /** @type {string | ((agent: RelaylineAgent) => string) | undefined} */
+    this.connectUrl = connectUrl;
   }
 
   /** relayline's stop route for this agent's thread. */
   stopEndpoint() {
     if (typeof this.stopUrl === 'function') return this.stopUrl(this);
     if (typeof this.stopUrl === 'string') return this.stopUrl;
-    const base = typeof location === 'undefined' ? undefined : location.href;
-    const url = new URL(this.url, base);
-    url.pathname = `${url.pathname.replace(/\/+$/, '')}/stop/${encodeURIComponent(this.threadId)}`;
-    url.search = '';
-    url.hash = '';
-    return url.href;
+    return route(this, `stop/${encodeURIComponent(this.threadId)}`);
+  }
+
+  /** relayline's connect route for this agent (the thread goes in the body). */
+  connectEndpoint() {
+    if (typeof this.connectUrl === 'function') return this.connectUrl(this);
+    if (typeof this.connectUrl === 'string') return this.connectUrl;
+    return route(this, 'connect');
+  }
+
+  /**
+   * Rejoin the thread on relayline: what `connectAgent()` runs. The stored history
+   * (a snapshot run), then the running answer, if any, live to its end.
+   * @param {import('@ag-ui/client').RunAgentInput} input
+   */
+  connect(input) {
+    // HttpAgent.runAgent gives each run a fresh controller; connectAgent does not, so a
+    // connect after an aborted run would start aborted.
+    if (this.abortController.signal.aborted) this.abortController = new AbortController();
+    const init = this.requestInit(enforceOutgoingInput(input));
+    return transformHttpEventStream(
+      runHttpRequest(() => this.fetch(this.connectEndpoint(), init)),
+      this.debugLogger,
+    );
   }
 
   /** Stop the run on relayline; abort the fetch only if that does not end the stream. */
@@ -98,6 +156,7 @@ export class RelaylineAgent extends HttpAgent {
     const copy = /** @type {RelaylineAgent} */ (super.clone());
     copy.stopUrl = this.stopUrl;
     copy.stopGraceMs = this.stopGraceMs;
+    copy.connectUrl = this.connectUrl;
     return copy;
   }
 }

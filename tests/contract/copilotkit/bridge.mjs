@@ -6,10 +6,17 @@
 // RelaylineAgent (web/static/relayline-agent.js), so that the runtime's stop route,
 // which only calls the run's `agent.abortRun()`, stops the run on relayline.
 //
+// With --connect relayline the runtime's runner is a RelaylineAgentRunner instead: runs
+// go through the InMemoryAgentRunner as before, but the runtime's connect route (what a
+// CopilotKit page calls on load) asks relayline's POST /agui/connect through
+// RelaylineAgent.connect(), so a page reloaded mid-run rejoins the live answer even when
+// this runtime process never saw the thread (restarted, or another replica).
+//
 // Run as a program it serves the runtime on 127.0.0.1 and prints one JSON line,
 // {"url": <runtimeUrl>, "pid": <pid>}, once it listens:
 //
 //   node bridge.mjs --agui http://127.0.0.1:8000/agui [--wire-log forwarded.jsonl]
+//                   [--connect memory|relayline]
 //
 // It stops on SIGTERM or SIGINT, or when its standard input closes (the process that
 // started it went away). With --wire-log, every request the HttpAgent forwards to
@@ -20,7 +27,11 @@ import { createServer } from 'node:http';
 import { argv, exit, pid, stdin, stdout } from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CopilotRuntime, createCopilotRuntimeHandler } from '@copilotkit/runtime/v2';
+import {
+  CopilotRuntime,
+  InMemoryAgentRunner,
+  createCopilotRuntimeHandler,
+} from '@copilotkit/runtime/v2';
 import { createCopilotNodeHandler } from '@copilotkit/runtime/v2/node';
 import { RelaylineAgent } from './relayline-agent.mjs';
 
@@ -41,15 +52,45 @@ function recordingFetch(wireLog) {
 }
 
 /**
+ * A CopilotKit v2 AgentRunner whose connect() rejoins the thread on relayline. The
+ * runtime's connect route hands its runner only `{threadId, agentId, headers}` (the
+ * forwardable request headers merged over the agent's), never the agent, so the runner
+ * is given the runtime's agents: per connect it clones the agent (as the runtime does per
+ * request), points the copy at the thread and returns RelaylineAgent.connect()'s events,
+ * which the runtime streams to the page as they come. run/stop/isRunning stay the
+ * InMemoryAgentRunner's (a run this process started is stopped through its agent).
+ */
+export class RelaylineAgentRunner extends InMemoryAgentRunner {
+  constructor({ agents, ...options }) {
+    super(options);
+    this.agents = agents;
+  }
+
+  connect({ threadId, agentId = AGENT_ID, headers }) {
+    const template = this.agents[agentId];
+    // An agent without relayline's connect (a plain HttpAgent): what this process saw.
+    if (typeof template?.connectEndpoint !== 'function') return super.connect({ threadId, agentId, headers });
+    const agent = template.clone();
+    agent.threadId = threadId;
+    agent.messages = [];
+    if (headers) agent.headers = { ...headers };
+    return agent.connect(agent.prepareRunAgentInput({}));
+  }
+}
+
+/**
  * Build the runtime and serve it on 127.0.0.1 (`port` 0 picks a free one). Resolves
  * to `{url, close}`; `url` is the runtimeUrl a CopilotKit page is given.
  */
-export async function serveBridge({ aguiUrl, wireLog, port = 0 }) {
+export async function serveBridge({ aguiUrl, wireLog, connect = 'memory', port = 0 }) {
   const agent = new RelaylineAgent({
     url: aguiUrl,
     ...(wireLog ? { fetch: recordingFetch(wireLog) } : {}),
   });
-  const runtime = new CopilotRuntime({ agents: { [AGENT_ID]: agent } });
+  const agents = { [AGENT_ID]: agent };
+  if (connect !== 'memory' && connect !== 'relayline') throw new Error(`--connect ${connect}?`);
+  const runner = connect === 'relayline' ? new RelaylineAgentRunner({ agents }) : undefined;
+  const runtime = new CopilotRuntime({ agents, ...(runner ? { runner } : {}) });
   const handler = createCopilotRuntimeHandler({ runtime, basePath: BASE_PATH });
   const server = createServer(createCopilotNodeHandler(handler));
   await new Promise((resolve, reject) => {
@@ -69,13 +110,21 @@ export async function serveBridge({ aguiUrl, wireLog, port = 0 }) {
 
 async function main() {
   const { values } = parseArgs({
-    options: { agui: { type: 'string' }, 'wire-log': { type: 'string' } },
+    options: {
+      agui: { type: 'string' },
+      'wire-log': { type: 'string' },
+      connect: { type: 'string', default: 'memory' },
+    },
   });
   if (!values.agui) {
     console.error('usage: node bridge.mjs --agui <relayline POST /agui url> [--wire-log <file>]');
     exit(2);
   }
-  const bridge = await serveBridge({ aguiUrl: values.agui, wireLog: values['wire-log'] });
+  const bridge = await serveBridge({
+    aguiUrl: values.agui,
+    wireLog: values['wire-log'],
+    connect: values.connect,
+  });
   const stop = async () => {
     await bridge.close();
     exit(0);

@@ -41,11 +41,13 @@ export const newThreadId = threadIds('ck-');
  * Start `node bridge.mjs` against the stack's POST /agui and wait for the line it
  * prints once it listens. `forwarded(threadId)` lists the requests its HttpAgent sent
  * to relayline for that thread ({url, status, body: RunAgentInput}); `stop()` ends the
- * process by its PID.
+ * process by its PID. `connect: 'relayline'` gives the runtime bridge.mjs's
+ * RelaylineAgentRunner (its connect route asks relayline), else the default
+ * InMemoryAgentRunner.
  */
-export async function startBridge() {
+export async function startBridge({ connect = 'memory' } = {}) {
   const wireLog = join(COUNTS_DIR, `bridge-${randomUUID().slice(0, 8)}.jsonl`);
-  const args = [BRIDGE, '--agui', `${BASE_URL}/agui`, '--wire-log', wireLog];
+  const args = [BRIDGE, '--agui', `${BASE_URL}/agui`, '--wire-log', wireLog, '--connect', connect];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, COPILOTKIT_TELEMETRY_DISABLED: 'true', DO_NOT_TRACK: '1' },
     stdio: ['pipe', 'pipe', 'inherit'],
