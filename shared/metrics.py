@@ -43,3 +43,14 @@ FIRST_EVENT_SECONDS = Histogram(
     "From a turn's request to its first relayed event.",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+QUEUED_TURNS = Gauge(
+    "relayline_queued_turns",
+    "Turns sent to the broker that no worker has started yet (read at scrape).",
+    multiprocess_mode="max",
+)
+REDIS_MEMORY = Gauge(
+    "relayline_redis_used_memory_bytes",
+    "Redis' used_memory at scrape: the segment logs live there (with Pub/Sub, the "
+    "broker's queues when Redis is the broker, and heartbeats).",
+    multiprocess_mode="max",
+)

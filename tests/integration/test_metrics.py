@@ -6,7 +6,9 @@ time to first event); ``/metrics`` is a 404 unless enabled."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -63,7 +65,14 @@ def test_a_turn_a_stop_and_a_failure_are_each_counted(stack: tuple[WebServer, st
     failed = requests.post(f"{web.url}/api/threads/m-3/messages", json={"content": "explode"})
     assert '"error"' in failed.text
 
-    worker = requests.get(worker_metrics, timeout=10).text
+    # The worker counts a task's end after its stream's terminal went out: wait for it.
+    worker = _scrape_until(
+        worker_metrics,
+        lambda text: all(
+            sample(text, "relayline_runs_total", agent="default", event=event) > 0
+            for event in ("completed", "cancelled", "failed")
+        ),
+    )
     for event, least in (("started", 3), ("completed", 1), ("cancelled", 1), ("failed", 1)):
         value = sample(worker, "relayline_runs_total", agent="default", event=event)
         assert value == least, (event, value)
@@ -82,6 +91,20 @@ def test_a_turn_a_stop_and_a_failure_are_each_counted(stack: tuple[WebServer, st
     assert sample(text, "relayline_relayed_streams_open") == 0  # every stream closed
     assert sample(text, "relayline_events_relayed_total") > 10
     assert sample(text, "relayline_time_to_first_event_seconds_count") >= 3
+    # Every turn was started: the gauge is there, and zero.
+    assert re.search(r"^relayline_queued_turns 0\.0$", text, re.MULTILINE)
+    assert sample(text, "relayline_redis_used_memory_bytes") > 0
+
+
+def _scrape_until(url: str, ready: Callable[[str], bool], timeout: float = 10.0) -> str:
+    """The metrics once ``ready`` says so (bounded: then the last scrape, for its asserts)."""
+    gap = threading.Event()  # never set: a pause between scrapes
+    deadline = time.monotonic() + timeout
+    text = requests.get(url, timeout=10).text
+    while not ready(text) and time.monotonic() < deadline:
+        gap.wait(0.05)
+        text = requests.get(url, timeout=10).text
+    return text
 
 
 def test_metrics_are_off_unless_enabled(tmp_path: Path, redis_url: str) -> None:
