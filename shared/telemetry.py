@@ -6,10 +6,10 @@ OTLP/HTTP by the SDK, configured by the standard ``OTEL_*`` variables), or
 ``RELAYLINE_TRACING=1`` for an application that configures its own tracer provider.
 Then the maintained instrumentations do the plumbing: Flask (the request span), Celery
 (the task span, with the trace context carried in the task's message headers from the
-web's publish to the worker), Redis and SQLAlchemy. The loop adds a span per model call
-and per tool execution through the API alone (``shared`` needs only
-``opentelemetry-api``, a no-op without an SDK); the SDK and the instrumentations are the
-``relayline[otel]`` extra.
+web's publish to the worker) and SQLAlchemy (Redis on request: ``DEFAULT_PARTS``). The
+loop adds a span per model call and per tool execution through the API alone
+(``shared`` needs only ``opentelemetry-api``, a no-op without an SDK); the SDK and the
+instrumentations are the ``relayline[otel]`` extra.
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ logger = logging.getLogger("relayline.telemetry")
 
 #: the tracer of relayline's own spans (model calls, tool executions)
 tracer = trace.get_tracer("relayline")
+
+#: what tracing instruments: not Redis, whose instrumentation makes a span of every
+#: command (two per streamed event: the log's XADD and the PUBLISH), which halved the
+#: events per second in bench/observability.py; ``instrument("redis")`` adds it
+DEFAULT_PARTS = ("celery", "sqlalchemy")
 
 _instrumented: set[str] = set()
 

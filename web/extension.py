@@ -66,7 +66,7 @@ class Relayline:
         app.register_blueprint(_mount(), url_prefix=prefix or None)
         if telemetry.configure(svc.settings, "relayline-web"):
             _trace_requests(app)
-            telemetry.instrument("celery", "redis", "sqlalchemy")  # publish carries context
+            telemetry.instrument(*telemetry.DEFAULT_PARTS)  # the publish carries context
         return svc
 
     @staticmethod

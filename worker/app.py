@@ -66,7 +66,7 @@ app = make_celery()
 def _trace(**_: object) -> None:
     """Traces in the worker's main process (threads pool) and in each prefork child."""
     if telemetry.configure(Settings.from_env(), "relayline-worker"):
-        telemetry.instrument("celery", "redis", "sqlalchemy")
+        telemetry.instrument(*telemetry.DEFAULT_PARTS)
 
 
 @worker_init.connect

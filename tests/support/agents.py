@@ -143,6 +143,10 @@ BATCH_SCRIPT: dict[str, Any] = {
             "steps": [{"delay_ms": 700, "text": "Back after a pause."}],
         },
         {
+            "match": "(?i)flood",
+            "steps": [{"text": "Flowing words. " * 1000}],
+        },
+        {
             "match": "(?i)explode",
             "steps": [{"text": "About to", "error": "the model fell over"}],
         },
