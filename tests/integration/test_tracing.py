@@ -20,8 +20,17 @@ pytestmark = pytest.mark.integration
 
 
 def _complete(spans: list[ReceivedSpan]) -> bool:
+    """Every span the turn makes has arrived (each process exports on its own schedule:
+    the web's request span ends only after the stream did)."""
     names = [s.name for s in spans]
-    return names.count("relayline.model_call") >= 2 and "relayline.tool" in names
+    web_request = any(s.service == "relayline-web" and "messages" in s.name for s in spans)
+    return (
+        web_request
+        and any(n.startswith("apply_async/relayline.run_turn") for n in names)
+        and any(n.startswith("run/relayline.run_turn") for n in names)
+        and names.count("relayline.model_call") >= 2
+        and "relayline.tool" in names
+    )
 
 
 def test_one_turn_is_one_trace_across_web_broker_and_worker(
