@@ -30,6 +30,7 @@ from shared.agent.stop import StopOutcome, stop_thread
 from shared.jobs import DEFAULT_AGENT
 from web.auth import current_user, thread_for
 from web.bounds import MAX_ID_CHARS, json_body
+from web.recovering import ShownStatus, shown_status
 from web.sending import release_if_idle
 from web.services import Services, services
 
@@ -88,13 +89,20 @@ def disconnect_policy(forwarded: object = None) -> DisconnectPolicy:
 @bp.post("/api/threads/<thread_id>/cancel")
 def cancel_native(thread_id: str) -> Response:
     thread_for(thread_id, current_user(), must_exist=True)
-    outcome = stop(services(), thread_id)
+    svc = services()
+    outcome = stop(svc, thread_id)
+    status: ShownStatus | None = outcome.status
+    record = (
+        svc.store.run(thread_id, outcome.run_id) if outcome.running and outcome.run_id else None
+    )
+    if record is not None:
+        status = shown_status(svc, record)  # "recovering" while its worker is gone
     return jsonify(
         {
             "threadId": thread_id,
             "stopped": outcome.stopped,
             "runId": outcome.run_id,
-            "status": outcome.status,
+            "status": status,
         }
     )
 

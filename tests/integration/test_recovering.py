@@ -77,6 +77,7 @@ def test_a_recovering_run_is_shown_and_stopped(
 
             stopped = requests.post(f"{web.url}/api/threads/rec-1/cancel", timeout=10).json()
             assert stopped["stopped"] is True
+            assert stopped["status"] == "recovering"  # what the stop found
 
             workers.append(Worker(env, "w1"))  # its sweeper enqueues the recovery
             ready = time.monotonic()
