@@ -184,11 +184,9 @@ class RunLoop:
     def advance(self) -> Generator[Item, None, RunRecord]:
         if "usage" in self.record.checkpoint:  # the run's tokens so far, for the terminal
             yield RunUsage(dict(self.record.checkpoint["usage"]))
+        # A stop is read once per step: ``_settle`` before its first tool and between
+        # tools, ``_respond`` before the model call.
         while True:
-            if self._cancelled():
-                return self.record  # stopped mid-step (``_infer`` or ``_settle``)
-            if self.stopping():
-                return self.stop()
             if self.record.checkpoint.get("batch") is not None:
                 yield from self._settle()
                 if self.record.status in ("suspended", "cancelled"):
@@ -378,11 +376,14 @@ class RunLoop:
 
     def _settle(self) -> Generator[Item, None, None]:
         batch = self._batch()
+        if self.stopping():
+            self.stop()  # the calls without an outcome are settled as stopped
+            return
         if batches.undecided(batch, self.record.accepted):
             self._suspend(ApprovalRequest.event_name, batch)
             return
-        for call in batches.unexecuted_backend(batch, self.record.accepted):
-            if self.stopping():
+        for index, call in enumerate(batches.unexecuted_backend(batch, self.record.accepted)):
+            if index and self.stopping():
                 self.stop()  # between tools: the calls not yet run are settled as stopped
                 return
             yield from self._execute(call)
