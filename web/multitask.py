@@ -14,13 +14,12 @@ from flask import request
 from werkzeug.exceptions import BadRequest
 
 from shared.agent.spec import MULTITASK_STRATEGIES, AgentSpec, MultitaskStrategy
-from shared.agent.stop import wait_stopped
 from shared.errors import RunInFlightError
 from shared.persistence import RunRecord
 from shared.records import ACTIVE_STATUSES
 from web.dispatch import refuse_if_busy
 from web.services import services
-from web.stop import stop
+from web.stop import stop_and_wait
 
 #: how long ``interrupt`` waits for the running run to act on its stop
 INTERRUPT_WAIT_SECONDS = 10.0
@@ -48,13 +47,10 @@ def make_room(thread_id: str, record: RunRecord | None, chosen: MultitaskStrateg
         return True
     if chosen == "enqueue":
         return False
-    svc = services()
-    outcome = stop(svc, thread_id)
-    if outcome.running and outcome.run_id is not None:
-        ended = wait_stopped(svc.store, thread_id, outcome.run_id, INTERRUPT_WAIT_SECONDS)
-        if ended is not None and ended.status == "running":
-            raise RunInFlightError(
-                f"Run '{outcome.run_id}' on thread '{thread_id}' did not stop within "
-                f"{INTERRUPT_WAIT_SECONDS:.0f} s; try again."
-            )
+    still = stop_and_wait(services(), thread_id, INTERRUPT_WAIT_SECONDS)
+    if still is not None:
+        raise RunInFlightError(
+            f"Run '{still}' on thread '{thread_id}' did not stop within "
+            f"{INTERRUPT_WAIT_SECONDS:.0f} s; try again."
+        )
     return True

@@ -26,7 +26,7 @@ from werkzeug.exceptions import BadRequest
 
 from channels.log import active_segment
 from channels.stops import announce_stop, stop_before_start
-from shared.agent.stop import StopOutcome, stop_thread
+from shared.agent.stop import StopOutcome, stop_thread, wait_stopped
 from shared.jobs import DEFAULT_AGENT
 from web.auth import current_user, thread_for
 from web.bounds import MAX_ID_CHARS, json_body
@@ -57,6 +57,16 @@ def stop(svc: Services, thread_id: str) -> StopOutcome:
             # and tool, so the stop lands later instead of within a round trip.
             logger.warning("could not announce the stop of run %s: %s", outcome.run_id, exc)
     return outcome
+
+
+def stop_and_wait(svc: Services, thread_id: str, timeout: float) -> str | None:
+    """Stop the thread's run and wait at most ``timeout`` seconds for its executor to
+    end it; the id of a run still running after that (None: nothing runs now)."""
+    outcome = stop(svc, thread_id)
+    if not outcome.running or outcome.run_id is None:
+        return None
+    ended = wait_stopped(svc.store, thread_id, outcome.run_id, timeout)
+    return outcome.run_id if ended is not None and ended.status == "running" else None
 
 
 def _stop_unstarted(svc: Services, thread_id: str, outcome: StopOutcome) -> StopOutcome:

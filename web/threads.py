@@ -17,12 +17,11 @@ from werkzeug.exceptions import BadRequest
 
 from channels.log import forget_thread
 from channels.turns import drop_queue
-from shared.agent.stop import wait_stopped
 from shared.persistence.store import ThreadSummary
 from web.auth import current_user, thread_for
 from web.recovering import shown_statuses
 from web.services import services
-from web.stop import stop
+from web.stop import stop_and_wait
 
 logger = logging.getLogger("relayline.web")
 
@@ -61,9 +60,7 @@ def _recovering(page: list[ThreadSummary]) -> set[str]:
 def delete_thread(thread_id: str) -> Response:
     thread_for(thread_id, current_user(), must_exist=True)
     svc = services()
-    outcome = stop(svc, thread_id)
-    if outcome.running and outcome.run_id is not None:
-        wait_stopped(svc.store, thread_id, outcome.run_id, STOP_WAIT_SECONDS)
+    stop_and_wait(svc, thread_id, STOP_WAIT_SECONDS)  # erased after it either way
     svc.store.delete_thread(thread_id)
     try:
         drop_queue(svc.redis, thread_id)  # queued turns die with their thread
