@@ -59,5 +59,15 @@ def release_next(client: redis.Redis, thread_id: str, limits: LogLimits, send: S
     return True
 
 
+def release_when_idle(
+    client: redis.Redis, thread_id: str, limits: LogLimits, send: Send, busy: Callable[[], bool]
+) -> bool:
+    """Start the thread's next queued turn unless ``busy()`` says a run still holds the
+    thread; an empty queue (the common case) costs one Redis read and no ``busy()``."""
+    if not queued(client, thread_id) or busy():
+        return False
+    return release_next(client, thread_id, limits, send)
+
+
 def drop_queue(client: redis.Redis, thread_id: str) -> None:
     client.delete(queue_key(thread_id))

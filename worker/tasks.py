@@ -27,7 +27,7 @@ from celery.signals import worker_ready, worker_shutdown
 from channels.backlog import started
 from channels.log import LogLimits
 from channels.stops import process_watcher, stopped_before_start
-from channels.turns import queued, release_next
+from channels.turns import release_when_idle
 from shared.agent import Agent, Continuation
 from shared.agent.agent import Segment
 from shared.agent.segment import drain
@@ -58,6 +58,7 @@ from shared.jobs import (
     Target,
     TurnJob,
     TurnJobJSON,
+    shown_kwargs,
 )
 from shared.messages import Message
 from shared.protocols import adapter_factory, failure_frames
@@ -181,19 +182,20 @@ def _stopped_before_start(res: Resources, job: AnyJob) -> bool:
 
 def _release_queued(res: Resources, thread_id: str) -> None:
     """Start the thread's next queued turn (double texting) once its run has ended."""
-    try:
-        if not queued(res.redis, thread_id):
-            return  # the common case: one Redis read, no database read
+
+    def busy() -> bool:
         record = res.store.current_run(thread_id)
-        if record is not None and record.status in ACTIVE_STATUSES:
-            return
-        release_next(res.redis, thread_id, LogLimits.from_settings(res.settings), _send_by_name)
+        return record is not None and record.status in ACTIVE_STATUSES
+
+    try:
+        limits = LogLimits.from_settings(res.settings)
+        release_when_idle(res.redis, thread_id, limits, _send_by_name, busy)
     except Exception:  # the turn stays queued; the next run's end releases it
         logger.exception("could not release the queued turn of thread %s", thread_id)
 
 
 def _send_by_name(task: str, job: TurnJobJSON) -> None:
-    shown = f"{{'job': <{task} thread={job['threadId']} run={job['runId']}>}}"
+    shown = shown_kwargs(task, job["threadId"], job["runId"])
     app.send_task(task, kwargs={"job": job}, argsrepr="()", kwargsrepr=shown)
 
 
@@ -374,7 +376,7 @@ def _start_sweeper(**_: object) -> None:
     res = resources()
 
     def send(job: RecoverJob) -> None:
-        shown = f"{{'job': <{RECOVER_RUN} thread={job.thread_id} run={job.run_id}>}}"
+        shown = shown_kwargs(RECOVER_RUN, job.thread_id, job.run_id)
         app.send_task(RECOVER_RUN, kwargs={"job": job.to_json()}, argsrepr="()", kwargsrepr=shown)
 
     sweeper = Sweeper(
