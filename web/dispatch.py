@@ -110,9 +110,7 @@ def deliver(
         raise BadRequest(f"Unknown delivery {name!r}; use {', '.join(others)} or {last}.")
     policy = on_disconnect or disconnect_policy()
     send: Sender = _send if now or not isinstance(job, TurnJob) else _queue
-    if name == "relay":
-        return relay(job, policy, send)
-    return push(job, "pusher" if name == "pusher" else "mercure", send)
+    return DELIVERIES[name](job, send, policy)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,8 +316,9 @@ def delivery_error(exc: ChannelReadError | RedisError, thread_id: str) -> Delive
 
 
 #: every delivery by its ``?delivery=`` name (the names of RELAYLINE_DELIVERY)
-DELIVERIES: Mapping[str, Callable[[TurnJob | ContinueJob], Response]] = {
-    "relay": relay,
-    "pusher": lambda job: push(job, "pusher"),
-    "mercure": lambda job: push(job, "mercure"),
+DELIVERIES: Mapping[str, Callable[[TurnJob | ContinueJob, Sender, DisconnectPolicy], Response]] = {
+    "relay": lambda job, send, policy: relay(job, policy, send),
+    # A pushed stream has no connection to drop: the policy concerns relays only.
+    "pusher": lambda job, send, _policy: push(job, "pusher", send),
+    "mercure": lambda job, send, _policy: push(job, "mercure", send),
 }
