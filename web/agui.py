@@ -30,7 +30,7 @@ from web.stop import disconnect_policy
 bp = Blueprint("agui", __name__)
 
 
-def _spec(agent_id: str) -> AgentSpec:
+def agent_spec(agent_id: str) -> AgentSpec:
     if agent_id not in services().registry:
         raise NotFound(f"Agent '{agent_id}' was not found.")
     return services().registry.spec(agent_id)
@@ -40,7 +40,7 @@ def _run(agent_id: str) -> Response:
     """At most three queries before enqueueing: the thread, its current run (inside
     the continuation's staging, or for the busy check), and which of the client's
     message ids the thread stores."""
-    spec = _spec(agent_id)
+    spec = agent_spec(agent_id)
     payload = json_body()
     check_agui(payload)
     on_disconnect = disconnect_policy(payload.get("forwardedProps"))
@@ -117,7 +117,7 @@ def post_agent(agent_id: str) -> Response:
 @bp.get("/agent/<agent_id>")
 def get_agent(agent_id: str) -> Response:
     """The configuration @cyronius/lm-ag-ui loads."""
-    spec = _spec(agent_id)
+    spec = agent_spec(agent_id)
     tools = [
         {
             "name": t.name,

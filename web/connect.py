@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 from flask import Blueprint, Response, current_app
-from werkzeug.exceptions import BadRequest, NotFound
 
 from channels.envelope import Envelope
 from channels.log import LogReader, active_segment, entries
@@ -31,9 +30,9 @@ from shared.protocols.agui.wire import MessageJSON
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
 from shared.tools import redactions
-from web.agui import agui_thread_payload
-from web.auth import current_user, thread_for
-from web.bounds import check_id, json_body
+from web.agui import agent_spec, agui_thread_payload
+from web.auth import check_thread_id, current_user, thread_for
+from web.bounds import json_body
 from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS
 from web.resume import live_frames
 from web.services import services
@@ -52,19 +51,13 @@ def connect_default() -> Response:
 @bp.post("/agent/<agent_id>/connect")
 def connect(agent_id: str) -> Response:
     svc = services()
-    if agent_id not in svc.registry:
-        raise NotFound(f"Agent '{agent_id}' was not found.")
-    payload = json_body()
-    thread_id = payload.get("threadId")
-    if not isinstance(thread_id, str):
-        raise BadRequest("'threadId' must be a string.")
-    check_id(thread_id, "'threadId'")
+    spec = agent_spec(agent_id)
+    thread_id = check_thread_id(json_body().get("threadId"))
     headers = {**protocol("agui").headers, **SSE_HEADERS}
     if thread_for(thread_id, current_user()) is None:
         return Response("", headers=headers)  # nothing to connect to yet
     segment = active_segment(svc.redis, thread_id)
     live = segment if segment is not None and segment.protocol == "agui" else None
-    spec = svc.registry.spec(agent_id)
     stored = agui_thread_payload(
         svc.store, thread_id, SNAPSHOT_LIMIT, redact=redactions(spec.tools)
     )
