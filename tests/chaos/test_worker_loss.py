@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ def test_whole_worker_killed_mid_tool_and_mid_stream_recovers_within_30_seconds(
             for round_ in range(1, ROUNDS + 1):
                 in_tool = Relayed(web.url, f"kill-tool-{round_}", "gated")
                 in_stream = Relayed(web.url, f"kill-stream-{round_}", "forecast")
-                until(lambda r=round_: count(tmp_path, "gate.reached") == r, "the tool")
+                until(partial(_counted, tmp_path, "gate.reached", round_), "the tool")
                 until(in_stream.streaming_after_tool, "the answer to stream")
                 victim = workers[-1]
                 os.kill(victim.process.pid, signal.SIGKILL)
@@ -161,7 +162,7 @@ def test_whole_worker_killed_mid_tool_and_mid_stream_recovers_within_30_seconds(
                     ("stream", FORECAST.strip()),
                 ):
                     thread_id = f"kill-{kind}-{round_}"
-                    until(lambda t=thread_id: _status(store, t) == "completed", thread_id)
+                    until(partial(_completed, store, thread_id), thread_id)
                     assert store.messages(thread_id)[-1].text.strip() == expected
                 # Each tool ran once: the one cut off is settled as interrupted, the one
                 # checkpointed before the kill is not run again.
@@ -201,6 +202,14 @@ def _time_recoveries(
                 recoveries[kind].append(time.monotonic() - killed)
                 del waiting[kind]
         time.sleep(0.05)  # polling the stored runs, bounded by the target
+
+
+def _counted(counts: Path, name: str, expected: int) -> bool:
+    return count(counts, name) == expected
+
+
+def _completed(store: Store, thread_id: str) -> bool:
+    return _status(store, thread_id) == "completed"
 
 
 def _status(store: Store, thread_id: str) -> str | None:
