@@ -94,10 +94,14 @@ def test_postgres_restarted_mid_run_never_leaves_it_running(
             )
             final = _status(cluster.url, "pg-1")
             events = events_of(answer)
+            heard = (
+                "the whole answer"
+                if text_of(events).endswith(GATED_ANSWER)
+                else f"the error frame ({events[-1].get('code')})"
+            )
             report(
-                f"PostgreSQL restarted mid-run: run ended {final}, client's last frame "
-                f"{events[-1]['type']}, executions/tool={count(tmp_path, 'gate.reached')} "
-                f"stuck-running=0"
+                f"PostgreSQL restarted mid-run: run ended {final}, client heard {heard}, "
+                f"executions/tool={count(tmp_path, 'gate.reached')} stuck-running=0"
             )
             # The client heard the whole answer or the protocol's error frame: no hang.
             assert text_of(events).endswith(GATED_ANSWER) or events[-1]["type"] == "error"
