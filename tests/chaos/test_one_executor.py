@@ -139,19 +139,19 @@ def _continued(answers: list[tuple[int, str]]) -> list[str]:
 
 
 def _refused_or_elsewhere(answers: list[tuple[int, str]]) -> tuple[int, int]:
-    """Every other answer is refused before any header (409 for a settled call's other
-    outcome; 400 when the run has no interruption to answer, as while it runs, or waits
-    for a frontend tool now) or is a stream saying the run goes on elsewhere."""
+    """Every other answer is refused before any header with a 409 (a settled call's
+    other outcome, or no interruption to answer: the run is running, or waits for a
+    frontend tool now) or is a stream saying the run goes on elsewhere."""
     refused = elsewhere = 0
     for status, body in answers:
-        if status in (400, 409):
+        if status == 409:
             refused += 1
             assert set(json.loads(body)) == {"error", "type"}, body
         elif status == 200 and "read_title" not in body:
             assert "RUN_CONTINUES_ELSEWHERE" in body, body
             elsewhere += 1
     assert not [body for _, body in answers if RUN_FAILED in body]
-    odd = [(status, body) for status, body in answers if status not in (200, 400, 409)]
+    odd = [(status, body) for status, body in answers if status not in (200, 409)]
     assert not odd, odd[:3]
     return refused, elsewhere
 
