@@ -25,8 +25,9 @@ part of what a client waits for.
    once and in order; p99 lag at most 250 ms (baseline: a bare XREAD BLOCK reader of 10
    of the same logs in the same client loop); web CPU per relayed event at most 25 us
    (/proc/<gunicorn worker>/stat utime+stime before and after). Also printed: lag by
-   arrival time, RSS, and how busy the whole machine was (other work on a shared 2-core
-   machine starves a one-process server).
+   arrival time, RSS, how busy the whole machine was and how long the web process
+   waited for a core while runnable (/proc/<pid>/task/*/schedstat): other work on a
+   shared 2-core machine starves a one-process server, and its lag is then not a figure.
 4. Width: 5,000 resume streams at 1 event a second for 30 seconds on the one web
    process: zero loss, the worker's RSS at most 1 GB (baseline: its RSS idle).
 5. Redis memory per stored event: INFO used_memory before and after N text-delta
@@ -229,6 +230,17 @@ def proc_status_kb(pid: int, field: str) -> int:
 
 def total_kb(pids: Sequence[int], field: str) -> int:
     return sum(proc_status_kb(pid, field) for pid in pids)
+
+
+def run_queue_seconds(pids: Sequence[int]) -> float:
+    """Seconds the processes' threads were runnable but waited for a core
+    (/proc/<pid>/schedstat, second field): how much other work starved them."""
+    total = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
 
 
 def cpu_seconds(pids: Sequence[int]) -> float:
@@ -875,6 +887,7 @@ class Measured:
     connected_kb: int
     peak_kb: int
     web_cpu: float
+    web_waited: float  # runnable, waiting for a core
     client_cpu: float
     redis_cpu: float
     publisher_cpu: float
@@ -985,6 +998,7 @@ async def _fanout(
         begin.value = time.monotonic_ns() + 200_000_000
         go.set()
         web_cpu, wall = cpu_seconds(server.workers), time.monotonic()
+        web_waited = run_queue_seconds(server.workers)
         client_cpu, redis_cpu = time.process_time(), redis_cpu_seconds(client)
         machine_busy, machine_total = machine_cpu()
         deadline = wall + 0.2 + load.seconds + 60
@@ -994,6 +1008,7 @@ async def _fanout(
             rss_samples.append(total_kb(server.workers, "VmRSS"))
             await asyncio.wait({all_ended}, timeout=0.25)
         web_cpu = cpu_seconds(server.workers) - web_cpu
+        web_waited = run_queue_seconds(server.workers) - web_waited
         client_cpu = time.process_time() - client_cpu
         redis_cpu = redis_cpu_seconds(client) - redis_cpu
         busy, whole = machine_cpu()
@@ -1032,6 +1047,7 @@ async def _fanout(
         connected_kb=connected_kb,
         peak_kb=peak_kb,
         web_cpu=web_cpu,
+        web_waited=web_waited,
         client_cpu=client_cpu,
         redis_cpu=redis_cpu,
         publisher_cpu=sum(r["cpu"] for r in reports),
@@ -1134,6 +1150,15 @@ def cpu_rows(part: str, m: Measured, per_event_target_us: float | None) -> list[
             f"{m.machine_busy / wall:.2f} of {m.machine_total / wall:.0f} cores",
             "-",
             f"this bench {ours / wall:.2f}, other work {(m.machine_busy - ours) / wall:.2f}",
+            "-",
+            "info",
+        ),
+        Row(
+            part,
+            "web waited for a core while runnable",
+            f"{m.web_waited:.2f} s",
+            f"{m.web_cpu:.2f} s running",
+            f"{100 * m.web_waited / wall:.0f}% of the wall time",
             "-",
             "info",
         ),
