@@ -1170,7 +1170,7 @@ def cpu_rows(part: str, m: Measured, per_event_target_us: float | None) -> list[
             "web waited for a core while runnable",
             f"{m.web_waited:.2f} s",
             f"{m.web_cpu:.2f} s running",
-            f"{100 * m.web_waited / wall:.0f}% of the wall time",
+            f"{100 * m.web_waited / wall:.0f}% of the wall time, summed over its threads",
             "-",
             "info",
         ),
