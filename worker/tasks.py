@@ -65,6 +65,7 @@ from shared.protocols import adapter_factory, failure_frames
 from shared.protocols.agui.seed import agui_seed
 from shared.records import ACTIVE_STATUSES
 from shared.tools import redactions
+from worker import runlog
 from worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
 from worker.liveness import Heartbeat, Sweeper, holder_alive
 from worker.registration import relayline_task
@@ -77,7 +78,13 @@ logger = logging.getLogger("relayline.worker")
 AnyTask: TypeAlias = "Task[..., str]"
 
 
-def _agent(task: AnyTask, res: Resources, job: AnyJob, cancel: CancelToken | None = None) -> Agent:
+def _agent(
+    task: AnyTask,
+    res: Resources,
+    job: AnyJob,
+    cancel: CancelToken | None = None,
+    watched: bool = False,
+) -> Agent:
     spec = res.registry.spec(job.agent_id)
     agent = Agent(
         job.thread_id,
@@ -87,6 +94,7 @@ def _agent(task: AnyTask, res: Resources, job: AnyJob, cancel: CancelToken | Non
         lease_seconds=LEASE_SECONDS,
         executor=task.request.id,
         cancel=cancel,
+        stops_watched=watched,
     )
     agent.set_stream_adapter(adapter_factory(job.protocol, job.thread_id, _seed(job, res, spec)))
     agent.set_channel(channel_factory(_target(job), job.thread_id, res, _stream(job), job.protocol))
@@ -217,9 +225,10 @@ def _goes_on(res: Resources, job: AnyJob, error: BaseException) -> bool:
 
 
 @contextlib.contextmanager
-def _stop_watch(res: Resources, run_id: str, stopped: bool) -> Iterator[CancelToken]:
+def _stop_watch(res: Resources, run_id: str, stopped: bool) -> Iterator[tuple[CancelToken, bool]]:
     """The run's stop signal, set by this process's watcher when a stop is announced
-    (``stopped``: a stop came before the task started: set from the start)."""
+    (``stopped``: a stop came before the task started: set from the start), and whether
+    the watcher watches it."""
     token = CancelToken()
     if stopped:
         token.set()
@@ -229,7 +238,7 @@ def _stop_watch(res: Resources, run_id: str, stopped: bool) -> Iterator[CancelTo
         logger.warning("could not watch run %s for stops; the record is still read", run_id)
         unwatch = None
     try:
-        yield token
+        yield token, unwatch is not None
     finally:
         if unwatch is not None:
             unwatch()
@@ -242,8 +251,8 @@ def _execute_beating(
     build: Callable[[Agent, Resources], Segment | None],
     stopped: bool = False,
 ) -> str:
-    with _stop_watch(res, job.run_id, stopped) as cancel:
-        return _execute_watched(task, res, job, build, cancel)
+    with _stop_watch(res, job.run_id, stopped) as (cancel, watched):
+        return _execute_watched(task, res, job, build, cancel, watched)
 
 
 def _execute_watched(
@@ -252,13 +261,15 @@ def _execute_watched(
     job: AnyJob,
     build: Callable[[Agent, Resources], Segment | None],
     cancel: CancelToken,
+    watched: bool = False,
 ) -> str:
     try:
-        agent = _agent(task, res, job, cancel)
+        agent = _agent(task, res, job, cancel, watched)
         segment = build(agent, res)
         if segment is None:
             return "nothing to do"
         state = drain(segment)
+        runlog.ended(task.request.id, state.status, state.attempt)
         _schedule_expiry(state, job)
         return state.status
     except RunFailedError:

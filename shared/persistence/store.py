@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -215,12 +215,7 @@ class Store:
                 rows.reverse()
             else:
                 rows = list(conn.execute(query.order_by(messages.c.id)))
-        return [
-            Message.from_stored(
-                r.message_id, r.role, json.loads(r.content), json.loads(r.meta) if r.meta else None
-            )
-            for r in rows
-        ]
+        return [_message(r._mapping) for r in rows]
 
     def stored_message_ids(self, thread_id: str, ids: Iterable[str]) -> set[str]:
         """Which of ``ids`` name a message stored on the thread (an indexed lookup, one
@@ -279,29 +274,45 @@ class Store:
         checkpoint: Checkpoint | None = None,
     ) -> RunRecord:
         """Make ``run_id`` the thread's current run, refusing while another is active."""
+        return self.admit_run(
+            thread_id,
+            run_id,
+            owner=owner,
+            start=start,
+            first_messages=first_messages,
+            lease_expires_at=lease_expires_at,
+            checkpoint=checkpoint,
+            history=False,
+        )[0]
+
+    def admit_run(
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        owner: str,
+        start: RunStart,
+        first_messages: Sequence[Message],
+        lease_expires_at: datetime,
+        checkpoint: Checkpoint | None = None,
+        history: bool = True,
+    ) -> tuple[RunRecord, list[Message]]:
+        """``begin_run``, and (``history``) the thread's messages as it leaves them, read
+        in the same transaction: a new turn's first model call needs no read of its own,
+        and a thread this call creates holds only ``first_messages`` (no read at all)."""
         now = utcnow()
         with self.engine.begin() as conn:
             found = _thread(conn, thread_id)
             if found is None:
+                # A new thread: no run can exist on it (runs.thread_id references it),
+                # so it is inserted already pointing at the run.
                 conn.execute(
-                    threads.insert().values(id=thread_id, owner=owner, version=0, created=now)
+                    threads.insert().values(
+                        id=thread_id, owner=owner, current_run_id=run_id, version=1, created=now
+                    )
                 )
-                found = ThreadRecord(thread_id, owner, None, 0)
-            if found.current_run_id is not None:
-                current = _run(conn, thread_id, found.current_run_id)
-                if current is not None and current.status in ACTIVE:
-                    raise RunInFlightError(_in_flight_message(current))
-            if _run(conn, thread_id, run_id) is not None:
-                raise ConflictError(f"Run '{run_id}' already exists on thread '{thread_id}'.")
-            moved = conn.execute(
-                threads.update()
-                .where(threads.c.id == thread_id, threads.c.version == found.version)
-                .values(current_run_id=run_id, version=found.version + 1)
-            )
-            if moved.rowcount != 1:
-                raise ConflictError(
-                    f"Another turn started on thread '{thread_id}' at the same time; retry.",
-                )
+            else:
+                self._make_current(conn, found, run_id)
             record = RunRecord(
                 thread_id=thread_id,
                 run_id=run_id,
@@ -317,8 +328,32 @@ class Store:
                 updated=now,
             )
             conn.execute(runs.insert().values(**_run_row(record), created=now))
-            _append(conn, thread_id, first_messages)
-            return record
+            rows = _append(conn, thread_id, first_messages, known_none=found is None)
+            if not history:
+                return record, []
+            if found is None:
+                return record, [_message(row) for row in rows]
+            return record, _messages(conn, thread_id)
+
+    @staticmethod
+    def _make_current(conn: Connection, found: ThreadRecord, run_id: str) -> None:
+        """Point an existing thread at ``run_id`` unless another run is active on it."""
+        thread_id = found.id
+        if found.current_run_id is not None:
+            current = _run(conn, thread_id, found.current_run_id)
+            if current is not None and current.status in ACTIVE:
+                raise RunInFlightError(_in_flight_message(current))
+        if _run(conn, thread_id, run_id) is not None:
+            raise ConflictError(f"Run '{run_id}' already exists on thread '{thread_id}'.")
+        moved = conn.execute(
+            threads.update()
+            .where(threads.c.id == thread_id, threads.c.version == found.version)
+            .values(current_run_id=run_id, version=found.version + 1)
+        )
+        if moved.rowcount != 1:
+            raise ConflictError(
+                f"Another turn started on thread '{thread_id}' at the same time; retry.",
+            )
 
     def write_run(
         self,
@@ -480,18 +515,39 @@ def _run_row(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def _append(conn: Connection, thread_id: str, items: Iterable[Message]) -> None:
+def _message(row: Mapping[Any, Any]) -> Message:
+    meta = row["meta"]
+    return Message.from_stored(
+        row["message_id"],
+        row["role"],
+        json.loads(row["content"]),
+        json.loads(meta) if meta else None,
+    )
+
+
+def _messages(conn: Connection, thread_id: str) -> list[Message]:
+    query = sa.select(messages).where(messages.c.thread_id == thread_id).order_by(messages.c.id)
+    return [_message(r._mapping) for r in conn.execute(query)]
+
+
+def _append(
+    conn: Connection, thread_id: str, items: Iterable[Message], *, known_none: bool = False
+) -> list[dict[str, Any]]:
+    """Insert the messages not yet stored on the thread; the rows inserted.
+    ``known_none``: the thread was created in this transaction, so none is stored."""
     items = list(items)
     if not items:
-        return
-    known = set(
-        conn.execute(
-            sa.select(messages.c.message_id).where(
-                messages.c.thread_id == thread_id,
-                messages.c.message_id.in_([m.id for m in items]),
-            )
-        ).scalars()
-    )
+        return []
+    known: set[str] = set()
+    if not known_none:
+        known.update(
+            conn.execute(
+                sa.select(messages.c.message_id).where(
+                    messages.c.thread_id == thread_id,
+                    messages.c.message_id.in_([m.id for m in items]),
+                )
+            ).scalars()
+        )
     now = utcnow()
     rows = []
     for item in items:
@@ -510,6 +566,7 @@ def _append(conn: Connection, thread_id: str, items: Iterable[Message]) -> None:
         )
     if rows:
         conn.execute(messages.insert(), rows)
+    return rows
 
 
 def _in_flight_message(current: RunRecord) -> str:
