@@ -125,6 +125,7 @@ class RunLoop:
         checkpoint: Checkpoint | Unchanged = UNCHANGED,
         error: str | Unchanged | None = UNCHANGED,
         lease_expires_at: datetime | Unchanged | None = UNCHANGED,
+        fresh: bool = False,
     ) -> RunRecord:
         """Write the run (``Store.write_run``); the lease is renewed unless given."""
         self.record = self.store.write_run(
@@ -137,6 +138,7 @@ class RunLoop:
             checkpoint=checkpoint,
             error=error,
             lease_expires_at=self._lease() if lease_expires_at is UNCHANGED else lease_expires_at,
+            fresh=fresh,
         )
         return self.record
 
@@ -281,8 +283,9 @@ class RunLoop:
                 "resultMessageId": new_id("msg"),
                 "calls": calls,
             }
+        # ``fresh``: the answer's id was made at this step's start (new_id), never stored.
         if calls:
-            self.write(append=[assistant], checkpoint=checkpoint, accepted=Accepted())
+            self.write(append=[assistant], checkpoint=checkpoint, accepted=Accepted(), fresh=True)
         else:  # the answer ends the turn: one commit for both (fewer commits per turn)
             self.write(
                 append=[assistant],
@@ -291,6 +294,7 @@ class RunLoop:
                 status="completed",
                 interrupt=None,
                 lease_expires_at=None,
+                fresh=True,
             )
         yield StepFinished("model", {"step": step})
         if usage is not None:

@@ -23,6 +23,7 @@ from shared.errors import ConflictError, RunInFlightError
 from shared.interrupts import InterruptJSON
 from shared.jsonutil import dumps
 from shared.messages import Message
+from shared.persistence import statements
 from shared.persistence.schema import messages, runs, threads
 from shared.records import ACTIVE_STATUSES, Accepted, Checkpoint, RunStart, RunStatus
 
@@ -199,6 +200,9 @@ class Store:
         stored message id ``before`` (an unknown ``before`` gives an empty page)."""
         if limit is not None and limit < 1:
             raise ValueError("limit must be a positive integer.")
+        if limit is None and before is None:  # the whole history: the loop's read
+            with self.engine.connect() as conn:
+                return _messages(conn, thread_id)
         query = sa.select(messages).where(messages.c.thread_id == thread_id)
         with self.engine.connect() as conn:
             if before is not None:
@@ -243,12 +247,8 @@ class Store:
 
     def current_run(self, thread_id: str) -> RunRecord | None:
         """The thread's current run (one query)."""
-        query = sa.select(runs).join(
-            threads,
-            sa.and_(threads.c.id == runs.c.thread_id, threads.c.current_run_id == runs.c.run_id),
-        )
         with self.engine.connect() as conn:
-            row = conn.execute(query.where(threads.c.id == thread_id)).first()
+            row = conn.execute(statements.CURRENT_RUN, {"b_thread": thread_id}).first()
         return None if row is None else _run_record(row)
 
     def run(self, thread_id: str, run_id: str) -> RunRecord | None:
@@ -306,11 +306,8 @@ class Store:
             if found is None:
                 # A new thread: no run can exist on it (runs.thread_id references it),
                 # so it is inserted already pointing at the run.
-                conn.execute(
-                    threads.insert().values(
-                        id=thread_id, owner=owner, current_run_id=run_id, version=1, created=now
-                    )
-                )
+                row = {"id": thread_id, "owner": owner, "current_run_id": run_id}
+                conn.execute(statements.INSERT_THREAD, {**row, "version": 1, "created": now})
             else:
                 self._make_current(conn, found, run_id)
             record = RunRecord(
@@ -327,7 +324,7 @@ class Store:
                 lease_expires_at=lease_expires_at,
                 updated=now,
             )
-            conn.execute(runs.insert().values(**_run_row(record), created=now))
+            conn.execute(statements.INSERT_RUN, {**_run_row(record), "created": now})
             rows = _append(conn, thread_id, first_messages, known_none=found is None)
             if not history:
                 return record, []
@@ -346,9 +343,13 @@ class Store:
         if _run(conn, thread_id, run_id) is not None:
             raise ConflictError(f"Run '{run_id}' already exists on thread '{thread_id}'.")
         moved = conn.execute(
-            threads.update()
-            .where(threads.c.id == thread_id, threads.c.version == found.version)
-            .values(current_run_id=run_id, version=found.version + 1)
+            statements.MOVE_THREAD,
+            {
+                "b_thread": thread_id,
+                "b_version": found.version,
+                "current_run_id": run_id,
+                "version": found.version + 1,
+            },
         )
         if moved.rowcount != 1:
             raise ConflictError(
@@ -367,9 +368,11 @@ class Store:
         checkpoint: Checkpoint | Unchanged = UNCHANGED,
         error: str | Unchanged | None = UNCHANGED,
         lease_expires_at: datetime | Unchanged | None = UNCHANGED,
+        fresh: bool = False,
     ) -> RunRecord:
         """Compare-and-set the given fields onto the run (the others are kept);
-        ``append`` goes in the same transaction.
+        ``append`` goes in the same transaction (``fresh``: its ids were just made, so
+        none can be stored yet and none is looked up).
 
         Raises ConflictError (nothing written) when the run moved since ``record``."""
         updated = RunRecord(
@@ -391,20 +394,20 @@ class Store:
         )
         with self.engine.begin() as conn:
             moved = conn.execute(
-                runs.update()
-                .where(
-                    runs.c.thread_id == record.thread_id,
-                    runs.c.run_id == record.run_id,
-                    runs.c.version == record.version,
-                )
-                .values(**_run_row(updated))
+                statements.WRITE_RUN,
+                {
+                    **_run_row(updated),
+                    "b_thread": record.thread_id,
+                    "b_run": record.run_id,
+                    "b_version": record.version,
+                },
             )
             if moved.rowcount != 1:
                 raise ConflictError(
                     f"Run '{record.run_id}' on thread '{record.thread_id}' was changed by "
                     f"another process (attempt {record.attempt}); nothing was written.",
                 )
-            _append(conn, record.thread_id, append)
+            _append(conn, record.thread_id, append, known_none=fresh)
         return updated
 
     def request_stop(self, thread_id: str, run_id: str) -> RunRecord | None:
@@ -429,9 +432,7 @@ class Store:
         """Whether a stop was asked for the run (one indexed read of one column)."""
         with self.engine.connect() as conn:
             moment = conn.execute(
-                sa.select(runs.c.stop_requested).where(
-                    runs.c.thread_id == thread_id, runs.c.run_id == run_id
-                )
+                statements.STOP_REQUESTED, {"b_thread": thread_id, "b_run": run_id}
             ).scalar()
         return moment is not None
 
@@ -467,16 +468,14 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _thread(conn: Connection, thread_id: str) -> ThreadRecord | None:
-    row = conn.execute(sa.select(threads).where(threads.c.id == thread_id)).first()
+    row = conn.execute(statements.THREAD, {"b_thread": thread_id}).first()
     if row is None:
         return None
     return ThreadRecord(row.id, row.owner, row.current_run_id, row.version)
 
 
 def _run(conn: Connection, thread_id: str, run_id: str) -> RunRecord | None:
-    row = conn.execute(
-        sa.select(runs).where(runs.c.thread_id == thread_id, runs.c.run_id == run_id)
-    ).first()
+    row = conn.execute(statements.RUN, {"b_thread": thread_id, "b_run": run_id}).first()
     return None if row is None else _run_record(row)
 
 
@@ -526,27 +525,24 @@ def _message(row: Mapping[Any, Any]) -> Message:
 
 
 def _messages(conn: Connection, thread_id: str) -> list[Message]:
-    query = sa.select(messages).where(messages.c.thread_id == thread_id).order_by(messages.c.id)
-    return [_message(r._mapping) for r in conn.execute(query)]
+    rows = conn.execute(statements.MESSAGES, {"b_thread": thread_id})
+    return [_message(r._mapping) for r in rows]
 
 
 def _append(
     conn: Connection, thread_id: str, items: Iterable[Message], *, known_none: bool = False
 ) -> list[dict[str, Any]]:
     """Insert the messages not yet stored on the thread; the rows inserted.
-    ``known_none``: the thread was created in this transaction, so none is stored."""
+    ``known_none``: none can be stored (a thread created in this transaction, ids just
+    made): no lookup."""
     items = list(items)
     if not items:
         return []
     known: set[str] = set()
     if not known_none:
+        ids = [m.id for m in items]
         known.update(
-            conn.execute(
-                sa.select(messages.c.message_id).where(
-                    messages.c.thread_id == thread_id,
-                    messages.c.message_id.in_([m.id for m in items]),
-                )
-            ).scalars()
+            conn.execute(statements.STORED_IDS, {"b_thread": thread_id, "b_ids": ids}).scalars()
         )
     now = utcnow()
     rows = []
@@ -565,7 +561,7 @@ def _append(
             }
         )
     if rows:
-        conn.execute(messages.insert(), rows)
+        conn.execute(statements.INSERT_MESSAGES, rows)
     return rows
 
 
