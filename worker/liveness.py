@@ -49,7 +49,15 @@ logger = logging.getLogger("relayline.liveness")
 
 SWEEP_LOCK = "relayline:sweeper"
 
-__all__ = ["Heartbeat", "Sweeper", "heartbeat_key", "holder_alive", "lapsed", "recovery_job"]
+__all__ = [
+    "Heartbeat",
+    "Sweeper",
+    "beat_alive",
+    "heartbeat_key",
+    "holder_alive",
+    "lapsed",
+    "recovery_job",
+]
 
 
 def job_key(run_id: str) -> str:
@@ -234,7 +242,11 @@ def holder_alive(client: redis.Redis, run_id: str) -> bool:
     exists, or a heartbeat open in this very process now (another pool thread executes
     the run). A holder of this host that is gone (a killed pool child) is not, nor a
     beat of this process that no open heartbeat owns (left by a task that ended)."""
-    raw = cast(bytes | None, client.get(heartbeat_key(run_id)))
+    return beat_alive(cast(bytes | None, client.get(heartbeat_key(run_id))))
+
+
+def beat_alive(raw: bytes | None) -> bool:
+    """``holder_alive`` of a beat already read (``heartbeat_key``'s value)."""
     if raw is None:
         return False
     stamp = raw.decode("utf-8", "replace")
