@@ -1,12 +1,13 @@
 // A Pusher client with deliberately dropped events recovers them (issue 10, "Push").
 // pusher-js subscribes as in push.test.mjs; fault injection between pusher-js and
-// web/static/relayline-consumer.js drops envelopes (sequences 3-5, or everything before
-// 4 as a page that subscribed late sees it), and the consumer, given
-// `envelopesRecovery('<base>/api/threads/<id>')`, fills the hole from the segment's log
-// (GET .../segments/<streamId>/envelopes). The protocol stream must be the whole
-// segment, in order, once each: exactly what the log stored, and the answer history
-// holds. A hole the server cannot supply (a thread that is not the caller's: 404) is a
-// gap, as before. Runs for each Pusher delivery the driver names.
+// web/static/relayline-consumer.js drops envelopes (sequences 3-5 and one part of
+// another fragmented event, or everything before 4 as a page that subscribed late sees
+// it), and the consumer, given `envelopesRecovery('<base>/api/threads/<id>')`, fills
+// the hole from the segment's log (GET .../segments/<streamId>/envelopes). The
+// protocol stream must be the whole segment, in order, once each: exactly what the log
+// stored, and the answer history holds. A hole the server cannot supply (a thread that
+// is not the caller's: 404) is a gap, as before. Runs for each Pusher delivery the
+// driver names.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { EventSchemas } from '@ag-ui/core/schemas';
@@ -67,8 +68,14 @@ for (const delivery of DELIVERIES.filter((name) => name.startsWith('pusher'))) {
       const listener = await listen(delivery, threadId);
       listeners.push(listener);
       const dropped = [];
+      // Also one part of another fragmented event: the log's whole event replaces the
+      // parts that did arrive.
+      let partOf;
+      const lostPart = (envelope) => envelope.type === 'stream.fragment' && ![3, 4, 5].includes(envelope.sequence)
+        && envelope.data.index === 1 && (partOf ??= envelope.sequence) === envelope.sequence;
       const stream = listener.protocolStream((event) => EventSchemas.parse(event), {
-        drop: (envelope) => [3, 4, 5].includes(envelope.sequence) && dropped.push(envelope.sequence) > 0,
+        drop: (envelope) => ([3, 4, 5].includes(envelope.sequence) && dropped.push(envelope.sequence) > 0)
+          || lostPart(envelope),
         recovery: recoveryFor(threadId),
       });
       const accepted = await postPushed('/agui', listener.transport, aguiTurn(threadId));
@@ -77,6 +84,7 @@ for (const delivery of DELIVERIES.filter((name) => name.startsWith('pusher'))) {
 
       assert.equal(error, undefined, String(error?.stack ?? error));
       assert.ok(dropped.length >= 3, `the fault injection dropped nothing: ${dropped}`);
+      assert.ok(partOf !== undefined, 'no fragment part was dropped');
       assert.deepEqual(events, (await storedEvents(accepted)).map((event) => EventSchemas.parse(event)));
       const text = events.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta).join('');
       assert.ok(text === ANSWER, 'the recovered answer differs from the answer');
