@@ -115,7 +115,7 @@ def test_the_log_catching_up_fills_the_hole_on_a_later_ask(client: redis.Redis) 
     client.delete(log_key(stream_id))
     log = SegmentLog(client, stream_id, THREAD, LIMITS)
     log.append(json.dumps(frames[0]))
-    recover, clock, delivered = LogRecovery(client), Clock(), []
+    recover, clock, delivered = LogRecovery(client), Clock(), list[Envelope]()
     consumer = Consumer(delivered.append, clock=clock, recover=recover, recover_backoff=1.0)
     consumer.feed(frames[0])
     consumer.feed(frames[3])  # the terminal; 1 and 2 are missing
