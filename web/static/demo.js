@@ -24,6 +24,7 @@
 
 import {
   createProtocolStream,
+  envelopesRecovery,
   subscribeToMercure,
   subscribeToPusher,
 } from './relayline-consumer.js';
@@ -246,7 +247,9 @@ async function listenPusher(threadId, signal) {
   const name = `${prefix}thread-${threadId}`;
   const channel = pusher.client.channel(name) || pusher.client.subscribe(name);
   if (!channel.subscribed) await subscribed(channel, signal);
-  const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks));
+  // Events Pusher lost (or sent before this page subscribed) come from the segment's log.
+  const recovery = envelopesRecovery(route(`/api/threads/${encodeURIComponent(threadId)}`));
+  const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks, undefined, { recovery }));
   // The subscription stays for the conversation's next segment; newConversation ends it.
   return { stream, close() {} };
 }
