@@ -196,9 +196,6 @@ _PUSH_WHERE: Mapping[PushKind, Callable[[str], dict[str, str]]] = {
 }
 
 
-_ENVELOPES = "relayline.segments.envelopes"
-
-
 def push(job: TurnJob | ContinueJob, delivery: PushKind, send: Sender = _send) -> Response:
     where = _PUSH_WHERE[delivery](job.thread_id)
     sent = send(job.to(Target(delivery)))
@@ -209,7 +206,9 @@ def push(job: TurnJob | ContinueJob, delivery: PushKind, send: Sender = _send) -
         "runId": job.run_id,
         "streamId": sent.stream_id,
         # where a consumer fills a gap in what it was pushed (web.segments)
-        "envelopesUrl": url_for(_ENVELOPES, thread_id=job.thread_id, stream_id=sent.stream_id),
+        "envelopesUrl": url_for(
+            "relayline.segments.envelopes", thread_id=job.thread_id, stream_id=sent.stream_id
+        ),
     }
     if sent.queued is not None:
         body["queued"] = sent.queued

@@ -102,8 +102,20 @@ def _mount() -> Blueprint:
     parent = Blueprint("relayline", __name__)
     parent.before_request(_limit_body)
     errors.init_app(parent)
-    blueprints = (health, metrics, agui, connect, vercel, native, segments, stop, threads, push)
-    for module in (*blueprints, demo):
+    blueprints = (
+        health,
+        metrics,
+        agui,
+        connect,
+        vercel,
+        native,
+        segments,
+        stop,
+        threads,
+        push,
+        demo,
+    )
+    for module in blueprints:
         parent.register_blueprint(module.bp)
     return parent
 
