@@ -64,7 +64,8 @@ const FRONTEND_TOOLS = {
 // - pusher / mercure: subscribe first (push keeps nothing for a late listener), POST
 //   with ?delivery=..., get 202, and read the segment from the subscription through
 //   createProtocolStream() of relayline-consumer.js, which orders, joins and
-//   gap-checks the envelopes and yields the same {type, ...payload} objects.
+//   gap-checks the envelopes and yields the same {type, ...payload} objects. On
+//   Pusher, a hole in what arrived is filled from the segment's log (recovery).
 // ---------------------------------------------------------------------------------
 
 /**
