@@ -287,3 +287,62 @@ class LogReader:
 def _only(rows: _Rows) -> Envelope | None:
     """The envelope of a one-entry range reply, if there is one."""
     return Envelope.parse(rows[0][1][_FIELD]) if rows else None
+
+
+# Reading what is kept after a cursor (a push consumer filling a gap, web.segments) ------
+
+#: Redis entries read per XRANGE while looking for a cursor
+_PAGE: Final = 500
+
+
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """What a segment's log holds after a cursor: envelope texts in sequence order (at
+    most the limit asked for), and whether they reach the segment's terminal (nothing
+    will follow them)."""
+
+    envelopes: list[str]
+    ended: bool
+
+
+def _split(rows: _Rows) -> Iterator[str]:
+    """Each entry's envelopes: one entry may hold several, joined by newlines (envelope
+    JSON never holds a raw newline)."""
+    for _, fields in rows:
+        yield from fields[_FIELD].decode().split("\n")
+
+
+def kept_after(client: redis.Redis, stream_id: str, after: int, limit: int) -> Kept:
+    """The envelopes the log keeps with a sequence above ``after`` (-1: from the start),
+    at most ``limit`` of them. Raises LogGoneError when the log cannot continue from
+    ``after``: it is gone (for a cursor at 0 or above) or was trimmed past it. An
+    absent log with ``after`` of -1 is an empty answer: it may not have begun yet."""
+    found: list[str] = []
+    first: Envelope | None = None
+    start = "-"
+    while len(found) < limit:
+        rows = cast(_Rows, client.xrange(log_key(stream_id), min=start, count=_PAGE))
+        for text in _split(rows):
+            envelope = Envelope.parse(text)
+            first = first or envelope
+            if envelope.sequence > after and len(found) < limit:
+                found.append(text)
+        if len(rows) < _PAGE:
+            break
+        start = "(" + rows[-1][0].decode()  # exclusive: after the last entry read
+    if first is None and after >= 0:
+        raise LogGoneError(f"Segment {stream_id} is no longer kept.")
+    if first is not None and first.sequence > after + 1:
+        raise LogGoneError(
+            f"Segment {stream_id} keeps events from {first.sequence} on; "
+            f"the cursor {after} is older."
+        )
+    last = list(_split(cast(_Rows, client.xrevrange(log_key(stream_id), count=1))))
+    end = Envelope.parse(last[-1]) if last else None
+    reached = not found or Envelope.parse(found[-1]).sequence == (end.sequence if end else -1)
+    return Kept(found, end is not None and end.is_terminal and reached)
+
+
+def is_thread_segment(client: redis.Redis, thread_id: str, stream_id: str) -> bool:
+    """Whether ``stream_id`` is one of the thread's segments that may still be kept."""
+    return bool(client.sismember(segments_key(thread_id), stream_id))

@@ -205,6 +205,10 @@ def push(job: TurnJob | ContinueJob, delivery: PushKind, send: Sender = _send) -
         **where,
         "runId": job.run_id,
         "streamId": sent.stream_id,
+        # where a consumer fills a gap in what it was pushed (web.segments)
+        "envelopesUrl": url_for(
+            "relayline.segments.envelopes", thread_id=job.thread_id, stream_id=sent.stream_id
+        ),
     }
     if sent.queued is not None:
         body["queued"] = sent.queued

@@ -24,6 +24,7 @@
 
 import {
   createProtocolStream,
+  envelopesRecovery,
   subscribeToMercure,
   subscribeToPusher,
 } from './relayline-consumer.js';
@@ -63,7 +64,8 @@ const FRONTEND_TOOLS = {
 // - pusher / mercure: subscribe first (push keeps nothing for a late listener), POST
 //   with ?delivery=..., get 202, and read the segment from the subscription through
 //   createProtocolStream() of relayline-consumer.js, which orders, joins and
-//   gap-checks the envelopes and yields the same {type, ...payload} objects.
+//   gap-checks the envelopes and yields the same {type, ...payload} objects. On
+//   Pusher, a hole in what arrived is filled from the segment's log (recovery).
 // ---------------------------------------------------------------------------------
 
 /**
@@ -246,7 +248,9 @@ async function listenPusher(threadId, signal) {
   const name = `${prefix}thread-${threadId}`;
   const channel = pusher.client.channel(name) || pusher.client.subscribe(name);
   if (!channel.subscribed) await subscribed(channel, signal);
-  const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks));
+  // Events Pusher lost (or sent before this page subscribed) come from the segment's log.
+  const recovery = envelopesRecovery(route(`/api/threads/${encodeURIComponent(threadId)}`));
+  const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks, undefined, { recovery }));
   // The subscription stays for the conversation's next segment; newConversation ends it.
   return { stream, close() {} };
 }
