@@ -115,7 +115,7 @@ class Subscription:
     def _full(self) -> bool:
         """Whether the queue is full; if so, the next drain wakes the reader."""
         with self._lock:
-            if self._pending < QUEUE_LIMIT:
+            if self._pending < self.mux.queue_limit:
                 return False
             self._stalled = True
             return True
@@ -165,12 +165,12 @@ class Subscription:
             if isinstance(item, ChannelReadError):
                 raise item
             texts += item
-            if len(texts) >= QUEUE_LIMIT or self._items.empty():
+            if len(texts) >= self.mux.queue_limit or self._items.empty():
                 break
             item = self._items.get_nowait()
         with self._lock:
             self._pending -= len(texts)
-            wake = self._stalled and self._pending < QUEUE_LIMIT // 2
+            wake = self._stalled and self._pending <= self.mux.queue_limit // 2
             if wake:
                 self._stalled = False
         if wake:
@@ -224,8 +224,10 @@ class LogMultiplexer:
     """The shared reader of one web app's segment logs (``web.services.Services``
     holds one, started by the first ``subscribe``, stopped by ``close``)."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, *, queue_limit: int = QUEUE_LIMIT) -> None:
         self.client = client
+        #: envelopes a subscription may hold unread before its log is left out
+        self.queue_limit = queue_limit
         self._reset()
 
     def _reset(self) -> None:
