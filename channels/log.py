@@ -273,12 +273,7 @@ class SegmentLog:
 
     def _execute(self, entry: str, terminal: bool) -> None:
         pipe = self.client.pipeline(transaction=False)
-        # Exact trimming: entries are batches, so few, and "~" trims only whole nodes of
-        # 100 entries, which could keep many times the cap's envelopes.
-        pipe.xadd(self.key, {FIELD: entry}, maxlen=len(self._kept), approximate=False)
         if not self._started:
-            # XADD never sets or refreshes a TTL: the cap is set once, at the start.
-            pipe.expire(self.key, _seconds(self.limits.max_age))
             # The thread's active segment from its first entry on (the web announced it
             # already, unless nobody did: a timer, a recovery).
             pipe.set(active_key(self.thread_id), self.pointer, ex=_seconds(self.limits.max_age))
@@ -289,14 +284,23 @@ class SegmentLog:
                 _seconds(self.limits.max_age + self.limits.retention),
             )
         if terminal:
-            pipe.expire(self.key, _seconds(self.limits.retention))
-        pipe.execute()
-        self._started = True
-        if terminal:
+            # Released before the terminal is readable: a relayed client that got the
+            # terminal and asks again at once finds the thread idle.
             self._release(
                 keys=[active_key(self.thread_id), latest_key(self.thread_id)],
                 args=[self.pointer, _seconds(self.limits.retention)],
+                client=pipe,
             )
+        # Exact trimming: entries are batches, so few, and "~" trims only whole nodes of
+        # 100 entries, which could keep many times the cap's envelopes.
+        pipe.xadd(self.key, {FIELD: entry}, maxlen=len(self._kept), approximate=False)
+        if not self._started:
+            # XADD never sets or refreshes a TTL: the cap is set once, at the start.
+            pipe.expire(self.key, _seconds(self.limits.max_age))
+        if terminal:
+            pipe.expire(self.key, _seconds(self.limits.retention))
+        pipe.execute()
+        self._started = True
 
 
 def _seconds(value: float) -> int:
