@@ -164,7 +164,7 @@ def read_until(response: TestResponse, words: str, limit: int = 50) -> str:
     no end yet, so the stream stays open after them)."""
     seen = ""
     for index, chunk in enumerate(response.response):
-        seen += chunk.decode() if isinstance(chunk, bytes) else chunk
+        seen += chunk.decode() if isinstance(chunk, bytes) else str(chunk)
         if words in seen or index >= limit:
             break
     return seen
