@@ -153,10 +153,7 @@ class Segment {
     /** @type {(event: NativeEvent, id?: string) => void} */
     this.frame = (event, id) => {
       if (id !== undefined && /^\d+$/.test(id)) this.after = Number(id);
-      if (event.type === 'done') {
-        this.ended = true;
-        return;
-      }
+      if (event.type === 'done') this.ended = true; // passed on: the loop may check it
       if (event.type === 'error' && (event.code === STREAM_BROKEN || event.code === RUN_MOVED)) {
         this.moved = event.code === RUN_MOVED;
         return; // the run goes on: the page resumes instead of reporting it
@@ -760,7 +757,7 @@ function renderEvent(event) {
       }
       break;
     default:
-      // step-finished / custom / interrupt / queued / finish: nothing to draw.
+      // step-finished / custom / interrupt / queued / finish / done: nothing to draw.
       break;
   }
   scrollToEnd();
