@@ -36,16 +36,16 @@ class WebProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _wait_ready(self, timeout: float = 30.0) -> None:
+    def _wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited: {self.log.read_text()[-2000:]}")
             try:
-                if requests.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                if requests.get(f"{self.url}/healthz", timeout=5).status_code == 200:
                     return
-            except requests.ConnectionError:
-                pass
+            except (requests.ConnectionError, requests.Timeout):
+                pass  # not listening yet, or its worker is still booting (a loaded machine)
             time.sleep(0.1)  # polling a starting server, bounded by the deadline
         raise RuntimeError(f"gunicorn not ready in {timeout}s: {self.log.read_text()[-2000:]}")
 
