@@ -13,6 +13,7 @@ from pathlib import Path
 import requests
 
 from relayline.cli import web_command
+from tests.support.orphan_guard import guarded
 from tests.support.soketi import free_port
 from tests.support.stack import ROOT
 
@@ -23,7 +24,7 @@ class WebProcess:
         self.log = log_dir / f"{name}.log"
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
-                web_command("127.0.0.1", self.port),
+                guarded(web_command("127.0.0.1", self.port)),
                 cwd=ROOT,
                 env=env,
                 stdout=log,
