@@ -50,12 +50,13 @@ class StreamAdapter:
     def __init__(self) -> None:
         self._mappers: dict[type, Mapper] = {}
         self._done = False
-        #: the run this segment belongs to; None until the segment binds it
-        self.run_id: str | None = None
+        #: relayline's run this segment belongs to (not AG-UI's client run id); None
+        #: until the segment binds it
+        self.segment_run_id: str | None = None
 
     def bind_run(self, run_id: str) -> None:
         """Name the segment's run (known only once it is admitted)."""
-        self.run_id = run_id
+        self.segment_run_id = run_id
 
     #: the response headers of a stream in this protocol
     HEADERS: ClassVar[Mapping[str, str]] = {}

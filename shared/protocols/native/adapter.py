@@ -78,9 +78,9 @@ class NativeAdapter(StreamAdapter):
         # Only a segment bound to its run says it ended: frames made outside the run
         # (failure_frames: the stream broke, the run moved elsewhere) leave the client
         # to resume, since the run may go on.
-        if self.run_id is None:
+        if self.segment_run_id is None:
             return []
-        return [ProtocolEvent("done", {"status": status, "runId": self.run_id})]
+        return [ProtocolEvent("done", {"status": status, "runId": self.segment_run_id})]
 
     def on_end(self) -> list[ProtocolEvent]:
         # When the run reported usage, one "finish" frame carries its tokens first.
