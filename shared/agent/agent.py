@@ -227,7 +227,12 @@ class Agent:
             raise InputTranslationError("There is no persisted run to continue.")
         request = request_from_record(record)
         if request is None:
-            raise InputTranslationError("There is no current interruption to answer.")
+            # A well-formed answer that came too late or too early (the run went on, or
+            # is still running): a conflict with the run's state, not bad input.
+            raise WorkflowError(
+                f"Run '{record.run_id}' is {record.status}: there is no current "
+                "interruption to answer."
+            )
         return record, request
 
     def _stage(
@@ -240,13 +245,9 @@ class Agent:
             raise ExpiredError(f"Interrupt '{request.interrupt_id}' has expired.")
         if expect is ToolResultsRequest and isinstance(request, ApprovalRequest):
             first = ", ".join(f"'{a.id}'" for a in request.actions)
-            raise InputTranslationError(
-                f"Tool call {first} is awaiting approval, not execution results."
-            )
+            raise WorkflowError(f"Tool call {first} is awaiting approval, not execution results.")
         if expect is ApprovalRequest and isinstance(request, ToolResultsRequest):
-            raise InputTranslationError(
-                "The run waits for frontend tool results, not approval decisions."
-            )
+            raise WorkflowError("The run waits for frontend tool results, not approval decisions.")
         answers = answers_for(request)
         if not answers:
             raise InputTranslationError(NO_MATCH)
