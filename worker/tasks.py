@@ -126,7 +126,12 @@ def _publish_failure(res: Resources, job: AnyJob, error: BaseException) -> None:
     try:
         # Only for a segment that never began: nothing of it was sent or logged yet.
         channel = channel_factory(_target(job), job.thread_id, res, _stream(job), job.protocol)()
-        for frame in failure_frames(job.protocol, job.thread_id, job.seed, error, started=False):
+        # A refusal ends the run for this client (native ``done``); ELSEWHERE does not.
+        ended = None if error is ELSEWHERE else job.run_id
+        frames = failure_frames(
+            job.protocol, job.thread_id, job.seed, error, started=False, ended_run=ended
+        )
+        for frame in frames:
             channel.send(frame)
         channel.failed(error, job.thread_id)
     except Exception:

@@ -46,6 +46,8 @@ def run_segment(
     says there is work; a no-op continuation only repeats the current interrupt."""
     loop, has_work = admit()
     adapter = adapter_factory() if adapter_factory else None
+    if adapter is not None:
+        adapter.bind_run(loop.record.run_id)
     channel: GuardedChannel | None = None
     if channel_factory is not None:
         try:

@@ -3,7 +3,9 @@
 An adapter turns what the loop yields into ProtocolEvents, and frames a segment:
 ``start()``, then exactly one terminal: ``end()``, ``interrupt(request)``,
 ``stopped()`` (a person stopped the run) or ``error(exc)``. One instance serves one
-segment; after a terminal it emits nothing.
+segment; after a terminal it emits nothing. The segment names its run with
+``bind_run(run_id)`` once admitted; an adapter never bound (``failure_frames``: a
+failure outside the run) must not claim the run ended.
 """
 
 from __future__ import annotations
@@ -48,6 +50,13 @@ class StreamAdapter:
     def __init__(self) -> None:
         self._mappers: dict[type, Mapper] = {}
         self._done = False
+        #: relayline's run this segment belongs to (not AG-UI's client run id); None
+        #: until the segment binds it
+        self.segment_run_id: str | None = None
+
+    def bind_run(self, run_id: str) -> None:
+        """Name the segment's run (known only once it is admitted)."""
+        self.segment_run_id = run_id
 
     #: the response headers of a stream in this protocol
     HEADERS: ClassVar[Mapping[str, str]] = {}

@@ -69,10 +69,22 @@ def adapter_factory(
 
 
 def failure_frames(
-    protocol_name: str, thread_id: str, seed: ClientSeed, error: BaseException, *, started: bool
+    protocol_name: str,
+    thread_id: str,
+    seed: ClientSeed,
+    error: BaseException,
+    *,
+    started: bool,
+    ended_run: str | None = None,
 ) -> list[ProtocolEvent]:
     """The protocol's error frames for a failure outside the run (admission refused,
-    task lost, relay broken). ``started``: the client already got the start frames."""
+    task lost, relay broken). ``started``: the client already got the start frames.
+
+    ``ended_run``: the run this failure ends for good (a worker refusing it), else
+    None: the run may go on (the stream broke, another request carries it), so the
+    native frames carry no ``done`` and the client knows to resume."""
     adapter = adapter_factory(protocol_name, thread_id, seed)()
+    if ended_run is not None:
+        adapter.bind_run(ended_run)
     frames = [] if started else adapter.start()
     return frames + adapter.error(error)

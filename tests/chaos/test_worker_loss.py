@@ -55,6 +55,8 @@ def test_a_lost_worker_is_recovered_by_another_within_30_seconds(
         # The relay heard the lost segment stop and another begin: an error, not a hang.
         assert events[-1]["type"] == "error"
         assert events[-1]["code"] == "RUN_CONTINUES_ELSEWHERE"  # never "The run failed."
+        # nor "done": the run goes on, which the missing done tells the client
+        assert all(e["type"] != "done" for e in events)
         assert count(tmp_path, "killed") == 1
         assert sum(w.process.poll() is not None for w in workers) == 1  # one worker is gone
 
@@ -157,6 +159,7 @@ def test_whole_worker_killed_mid_tool_and_mid_stream_recovers_within_30_seconds(
                     # The lost segment's client is told the run goes on, never that it failed.
                     assert events[-1]["type"] == "error", (kind, events[-3:])
                     assert events[-1]["code"] == "RUN_CONTINUES_ELSEWHERE", (kind, events[-1])
+                    assert all(e["type"] != "done" for e in events), kind  # it goes on
                 for kind, expected in (
                     ("tool", f"After the gate: {INTERRUPTED_ERROR}"),
                     ("stream", FORECAST.strip()),

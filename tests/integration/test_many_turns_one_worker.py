@@ -71,7 +71,9 @@ def _turn(base: str, thread: str) -> Turn:
         answered = _post(
             session, f"{route}/tool-results", {"call_t": {"result": f"title of {thread}"}}
         )
-    return Turn(thread, asked[-1], approved[-1], text_of(answered))
+    # each suspended segment ends with its interrupt, then done
+    assert [e["type"] for e in (asked[-1], approved[-1], answered[-1])] == ["done"] * 3
+    return Turn(thread, asked[-2], approved[-2], text_of(answered))
 
 
 @pytest.mark.timeout(REQUEST_TIMEOUT * 3 + 120)

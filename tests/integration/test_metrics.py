@@ -61,7 +61,7 @@ def test_a_turn_a_stop_and_a_failure_are_each_counted(stack: tuple[WebServer, st
     stream = frames(live)
     next(f for f in stream if f.event["type"] == "text")
     assert requests.post(f"{web.url}/api/threads/m-2/cancel", timeout=10).json()["stopped"]
-    assert [f.event["type"] for f in stream][-1] == "cancelled"
+    assert [f.event["type"] for f in stream][-2:] == ["cancelled", "done"]
     failed = requests.post(f"{web.url}/api/threads/m-3/messages", json={"content": "explode"})
     assert '"error"' in failed.text
 

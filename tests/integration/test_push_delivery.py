@@ -193,6 +193,8 @@ def where(
 def check_protocol(protocol: str, events: list[dict[str, Any]]) -> None:
     if protocol == "agui":
         assert_valid_agui(events)
+    if protocol == "native":  # a pushed native segment ends as a relayed one: with done
+        assert events[-1]["type"] == "done" and [e["type"] for e in events].count("done") == 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -228,6 +230,8 @@ class TestPusherAndMercure:
         pushed = protocol_events(segment)
         check_protocol(protocol, pushed)
         assert text(pushed, *TEXT[protocol]) == "Hello! hello"
+        if protocol == "native":
+            assert pushed[-1] == {"type": "done", "status": "completed", "runId": run["runId"]}
 
         relayed = stack.relay(*user_turn(protocol, new_thread(f"relay-{protocol}"), "hello"))
         assert shape(pushed) == shape(relayed)
@@ -257,8 +261,9 @@ class TestPusherAndMercure:
         check_protocol(protocol, first)
         check_protocol(protocol, second)
         if protocol == "native":
-            interrupt = first[-1]
+            interrupt, done = first[-2:]
             assert interrupt["type"] == "interrupt"
+            assert done == {"type": "done", "status": "interrupted", "runId": asked["runId"]}
             assert [c["name"] for c in interrupt["request"]["toolCalls"]] == ["read_title"]
         else:  # live, a frontend call is a plain handoff: the tool call, then RUN_FINISHED
             calls = [e["toolCallName"] for e in first if e["type"] == "TOOL_CALL_START"]

@@ -114,8 +114,9 @@ def test_a_turn_with_a_backend_tool_streams_and_records_usage(turns: Turns) -> N
     assert result["tool"]["result"] == "sunny and 21 °C in Lisbon"
     text = "".join(e["content"] for e in events if e["type"] == "text")
     assert text == "Let me look.It is sunny in Lisbon."
-    assert events[-1] == {"type": "finish", "usage": {"input": 90, "output": 15}}
+    assert events[-2] == {"type": "finish", "usage": {"input": 90, "output": 15}}
     run = turns.run(thread)
+    assert events[-1] == {"type": "done", "status": "completed", "runId": run["runId"]}
     assert run["status"] == "completed"
     assert run["usage"] == {"input": 90, "output": 15}
 
@@ -137,7 +138,7 @@ def test_a_stream_cut_short_fails_the_run(turns: Turns) -> None:
     turns.wire.queue(Reply(events[:4], cut=True))
     thread = f"pai-{turns.kind}-2"
     frames = turns.post(thread, "Tell me something")
-    assert frames[-1]["type"] == "error"
-    assert frames[-1]["message"] == "The run failed."
+    assert [f["type"] for f in frames[-2:]] == ["error", "done"]
+    assert frames[-2]["message"] == "The run failed." and frames[-1]["status"] == "failed"
     run = turns.run(thread)
     assert run["status"] == "failed" and run["usage"] is None

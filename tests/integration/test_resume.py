@@ -73,6 +73,9 @@ def test_a_dropped_stream_resumes_from_its_cursor_and_a_second_viewer_sees_it_al
     assert [f.event for f in everything] == whole
     assert [f.id for f in everything] == [str(n) for n in range(len(whole))]
     assert text_of(whole) == "Before the gate.After the gate: opened"
+    # The dropped part had no done (so the client resumed); the resumed part ends with it.
+    assert "done" not in [e["type"] for e in held]
+    assert whole[-1]["type"] == "done" and whole[-1]["status"] == "completed"
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     try:
         assert store.messages("r-1")[-1].text == "After the gate: opened"
@@ -270,6 +273,7 @@ def test_a_web_process_killed_mid_answer_loses_nothing_and_three_viewers_agree(
     whole = [f.event for f in native_held] + [f.event for f in rest]
     assert [f.id for f in rest] == [str(n) for n in range(len(native_held), len(whole))]
     assert text_of(whole) == "Before the gate.After the gate: opened"
+    assert whole[-1]["type"] == "done" and "done" not in [f.event["type"] for f in native_held]
     # Three viewers of one run receive identical sequences: the whole segment.
     assert seen[0] == seen[1] == seen[2] == [(str(n), e) for n, e in enumerate(whole)]
     # Vercel: the reload replays from the first chunk what the dead process had sent.

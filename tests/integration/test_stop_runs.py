@@ -73,7 +73,10 @@ def test_native_cancel_stops_the_model_and_keeps_the_partial_answer(
     body = answer.json()
     assert body["stopped"] is True and body["status"] == "running" and body["runId"]
     rest = [f.event for f in stream]
-    assert rest[-1] == {"type": "cancelled", "reason": "user"}
+    assert rest[-2:] == [
+        {"type": "cancelled", "reason": "user"},
+        {"type": "done", "status": "cancelled", "runId": body["runId"]},
+    ]
     assert all(e["type"] != "error" for e in before + rest)
     _assert_model_stream_closed(tmp_path)
 
@@ -241,6 +244,11 @@ def test_a_stop_racing_the_natural_end_gives_exactly_one_terminal(
             cancelled = [e for e in seen if e["type"] == "cancelled"]
             assert status["run"]["status"] in ("cancelled", "completed")
             assert len(cancelled) == (1 if status["run"]["status"] == "cancelled" else 0)
+            assert seen[-1] == {
+                "type": "done",
+                "status": status["run"]["status"],
+                "runId": status["run"]["runId"],
+            }
             assert all(e["type"] != "error" for e in seen)
             segment = latest_segment(client, thread)
             assert segment is not None
@@ -330,7 +338,8 @@ def _stop_the_waiting_turn(web: WebServer, env: dict[str, str], tmp_path: Path) 
         events = [f.event for f in frames(live)]
     finally:
         late.stop()
-    assert events[-1] == {"type": "cancelled", "reason": "user"}
+    assert [e["type"] for e in events[-2:]] == ["cancelled", "done"]
+    assert events[-1]["status"] == "cancelled"
     assert count(tmp_path, "model") == calls  # the model was never called for it
     thread = requests.get(f"{web.url}/api/threads/s-queued", timeout=10).json()
     assert thread["run"]["status"] == "cancelled"

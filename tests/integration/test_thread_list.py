@@ -99,7 +99,9 @@ def test_a_delete_during_a_live_run_stops_it_and_erases_everything(
         )
         gone = requests.delete(f"{web.url}/api/threads/t-del", headers=_as("ann"), timeout=30)
         assert gone.status_code == 204
-        assert [f.event["type"] for f in stream][-1] == "cancelled"  # stopped, then erased
+        ending = [f.event for f in stream][-2:]  # stopped, then erased
+        assert [e["type"] for e in ending] == ["cancelled", "done"]
+        assert ending[-1]["status"] == "cancelled"
         assert count(tmp_path, "model.closed") == 1
         assert not client.exists(log_key(segment.stream_id), segments_key("t-del"))
         assert latest_segment(client, "t-del") is None

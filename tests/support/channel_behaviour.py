@@ -177,8 +177,12 @@ class ChannelBehaviour:
         assert [(e.type, e.data) for e in delivered] == logical(pulled, terminal, self.thread)
         assert [e.sequence for e in delivered] == list(range(len(pulled) + 1))
         assert len({e.stream_id for e in delivered}) == 1
+        # the protocol's own end comes last, before the channel terminal
+        status = {"stream.completed": "completed", "stream.interrupted": "interrupted"}
+        assert pulled[-1].type == "done"
+        assert pulled[-1].data["status"] == status.get(terminal, "failed")
         if terminal == "stream.failed":
-            assert pulled[-1].type == "error"
+            assert pulled[-2].type == "error"
 
     def test_long_multibyte_payloads_are_fragmented_and_reassembled_intact(
         self, sqlite_store: Store

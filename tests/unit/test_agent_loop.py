@@ -179,7 +179,12 @@ def test_unknown_tool_and_provider_error_fail_the_run(sqlite_store: Store) -> No
     with pytest.raises(RunFailedError):
         for frame in agent.stream("x"):
             frames.append(frame)
-    assert frames[-1] == ProtocolEvent("error", {"message": "The run failed."})
+    run_id = frames[-1].data["runId"]
+    assert frames[-2:] == [
+        ProtocolEvent("error", {"message": "The run failed."}),
+        ProtocolEvent("done", {"status": "failed", "runId": run_id}),
+    ]
+    assert run_id == agent.inspect().run_id  # type: ignore[union-attr]
     assert "model down" not in str([f.to_json() for f in frames])
     # A failed run does not hold the thread: the next turn runs.
     spec_ok = AgentSpec(provider=scripted({"text": "fine"}))
@@ -291,7 +296,8 @@ def test_channel_gets_events_and_lifecycle_and_its_errors_never_fail_the_run(
     agent.set_channel(lambda: recorder)
     pulled = list(agent.stream("What is the title?"))
     assert recorder.events == pulled
-    assert pulled[-1].type == "interrupt"
+    assert [e.type for e in pulled[-2:]] == ["interrupt", "done"]
+    assert pulled[-1].data["status"] == "interrupted"
     assert recorder.lifecycle == ["interrupted:chan:tool_results"]
     resumed = list(agent.submit_tool_results({"call_t": {"result": "T"}}).events())
     assert recorder.lifecycle[-1] == "completed:chan"

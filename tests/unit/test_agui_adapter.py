@@ -591,3 +591,12 @@ def test_a_failed_model_step_is_closed_before_run_error(sqlite_store: Store) -> 
         "STEP_FINISHED",
         "RUN_ERROR",
     ]
+
+
+def test_binding_the_segment_run_keeps_the_clients_run_id() -> None:
+    # The segment names relayline's run on every adapter; AG-UI's frames keep the
+    # client's own runId.
+    adapter = AGUIAdapter("t1", "client-run-1")
+    adapter.bind_run("run_relayline")
+    assert adapter.start()[0].data["runId"] == "client-run-1"
+    assert adapter.end()[-1].data == {"threadId": "t1", "runId": "client-run-1"}

@@ -331,3 +331,49 @@ def test_the_terminal_carries_the_runs_usage_once_reported() -> None:
     [interrupt] = TERMINALS["interrupt"](adapter)
     assert interrupt.type == "interrupt" and interrupt.data["usage"] == usage
     assert set(interrupt.data) == {"request", "usage"}
+
+
+def bound(run_id: str = "run_1") -> NativeAdapter:
+    adapter = NativeAdapter()
+    adapter.bind_run(run_id)
+    return adapter
+
+
+def done(status: str, run_id: str = "run_1") -> ProtocolEvent:
+    return ProtocolEvent("done", {"status": status, "runId": run_id})
+
+
+def test_a_segment_of_a_run_ends_with_done_naming_how() -> None:
+    assert bound().end() == [done("completed")]
+    request = ToolResultsRequest(1, (PendingCall("c", "t", {}),))
+    [interrupt, last] = bound().interrupt(request)
+    assert interrupt.type == "interrupt" and last == done("interrupted")
+    assert bound().stopped() == [ProtocolEvent("cancelled", {"reason": "user"}), done("cancelled")]
+    assert bound("run_9").error(RuntimeError("x")) == [
+        ProtocolEvent("error", {"message": "The run failed."}),
+        done("failed", "run_9"),
+    ]
+    assert done("completed").to_json() == {"type": "done", "status": "completed", "runId": "run_1"}
+
+
+def test_done_follows_the_usage_frame_and_nothing_follows_done() -> None:
+    from shared.events import RunUsage
+
+    adapter = bound()
+    adapter.transform(RunUsage({"input": 3, "output": 4}))
+    assert adapter.end() == [
+        ProtocolEvent("finish", {"usage": {"input": 3, "output": 4}}),
+        done("completed"),
+    ]
+    assert adapter.error(RuntimeError("late")) == [] and adapter.stopped() == []
+
+
+def test_failure_frames_claim_done_only_for_a_run_they_end() -> None:
+    from shared.errors import StreamLostError
+    from shared.protocols import failure_frames
+
+    lost = StreamLostError("The stream was interrupted; resume it.")
+    frames = failure_frames("native", "t1", {}, lost, started=True)
+    assert [f.type for f in frames] == ["error"]  # the run may go on: the client resumes
+    refused = failure_frames("native", "t1", {}, RuntimeError("x"), started=False, ended_run="r")
+    assert [f.type for f in refused] == ["error", "done"] and refused[-1] == done("failed", "r")

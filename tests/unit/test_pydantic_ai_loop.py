@@ -150,8 +150,8 @@ def test_a_full_turn_with_reasoning_tools_and_an_approval(sqlite_store: Store) -
     events = frames(agent.submit_tool_results({"call_t": {"result": "Home"}}).events())
     text = "".join(e.data["content"] for e in events if e.type == "text")
     assert text == "Weather: sunny in Paris; title: Home; file: a.txt deleted."
-    finish = events[-1]
-    assert finish.type == "finish"
+    finish, done = events[-2:]
+    assert finish.type == "finish" and done.data["status"] == "completed"
     record = agent.inspect()
     assert record is not None and record.status == "completed"
     usage = record.checkpoint["usage"]
@@ -224,8 +224,9 @@ def test_a_provider_error_mid_stream_fails_the_run_without_the_key(sqlite_store:
         for event in agent.submit_tool_results({"call_t": {"result": "Home"}}).events():
             events.append(event)
     assert "".join(e.data["content"] for e in events if e.type == "text") == "Half an ans"
-    error = events[-1]
+    error, done = events[-2:]
     assert error.type == "error" and error.data["message"] == "The run failed."
+    assert done.type == "done" and done.data["status"] == "failed"
     # the first call's usage is the run's so far, on the terminal and on the run
     record = agent.inspect()
     assert record is not None and record.status == "failed"

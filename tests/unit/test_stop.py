@@ -212,7 +212,7 @@ def test_stopping_a_finished_run_changes_nothing(sqlite_store: Store) -> None:
 @pytest.mark.parametrize(
     ("adapter", "ending"),
     [
-        (lambda: NativeAdapter(), ["step-finished", "cancelled"]),
+        (lambda: NativeAdapter(), ["step-finished", "cancelled", "done"]),
         (lambda: VercelAIAdapter(), ["text-end", "abort"]),
         (lambda: AGUIAdapter("stop-frames"), ["STEP_FINISHED", "RUN_FINISHED"]),
     ],
@@ -237,6 +237,8 @@ def test_each_protocol_ends_a_stopped_run_its_own_way(
     opened = sum(k in ("text-start", "TEXT_MESSAGE_START") for k in kinds)
     closed = sum(k in ("text-end", "TEXT_MESSAGE_END") for k in kinds)
     assert opened == closed
+    if ending[-1] == "done":
+        assert events[-1].data["status"] == "cancelled"
     if ending[-1] == "abort":
         assert events[-1].data.get("reason") == "user"
 

@@ -939,15 +939,20 @@ async function converse(path, body) {
     let next = { path, body };
     while (next) {
       let interrupt = null;
+      let ended = false;
       await selectedTransport()({
         path: next.path,
         body: next.body,
         signal,
         onEvent(event) {
           if (event.type === 'interrupt') interrupt = event.request;
+          if (event.type === 'done') ended = true;
           renderEvent(event);
         },
       });
+      // Every segment of a run ends with `done`; a stream that closed without it was
+      // cut off (the run may go on), so it is not taken for the end of the reply.
+      if (!ended && !signal.aborted) throw new Error('The stream ended before the run did.');
       // Act on the interrupt only once the segment has ended: the run is suspended
       // (and its interrupt persisted) by then, so the continuation cannot race it.
       next = interrupt ? settle(interrupt) : null;

@@ -548,7 +548,8 @@ function attach(callbacks, streamId, options, listen) {
  *   (an empty PHP payload); anything else errors the stream.
  * - `stream.completed` / `stream.interrupted` close the stream, `stream.failed` errors it
  *   with "Backend stream failed" after every earlier event; none of them is emitted.
- *   The protocol's own frames (RUN_FINISHED, RUN_ERROR, Vercel `finish`/`error`) pass through.
+ *   The protocol's own frames (RUN_FINISHED, RUN_ERROR, Vercel `finish`/`error`, native
+ *   `done`, always the last protocol event of a native segment) pass through.
  * - A second stream id, a gap, a throwing or rejecting `parse`, or a reader too slow for
  *   the 8 MiB queue (each event counted as at least 8 KiB) errors the stream and closes
  *   the subscription; cancelling the stream closes it too.

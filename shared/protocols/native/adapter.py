@@ -1,10 +1,11 @@
 """The native vocabulary (docs/reference/neuron-streaming-spec.md section 5.2): stateless,
-one event per chunk."""
+one event per chunk, and every segment of a run ends with one ``done`` event naming how
+(a close without it is a dropped connection, not the end of the run)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from shared.chunks import (
     ReasoningChunk,
@@ -24,6 +25,10 @@ from shared.events import (
 )
 from shared.interrupts import InterruptRequest
 from shared.protocols.adapter import StreamAdapter
+
+#: how a segment ended: completed (the run finished), interrupted (it waits for tool
+#: results or approvals), failed, cancelled (a person stopped it)
+DoneStatus = Literal["completed", "interrupted", "failed", "cancelled"]
 
 _CHUNK_TYPES: dict[type, str] = {
     TextChunk: "text",
@@ -69,18 +74,27 @@ class NativeAdapter(StreamAdapter):
             return [ProtocolEvent("custom", {"name": event.name, "value": event.value})]
         return None
 
+    def _done_frame(self, status: DoneStatus) -> list[ProtocolEvent]:
+        # Only a segment bound to its run says it ended: frames made outside the run
+        # (failure_frames: the stream broke, the run moved elsewhere) leave the client
+        # to resume, since the run may go on.
+        if self.segment_run_id is None:
+            return []
+        return [ProtocolEvent("done", {"status": status, "runId": self.segment_run_id})]
+
     def on_end(self) -> list[ProtocolEvent]:
-        # A completed segment emits nothing, unless the run reported usage: then one
-        # "finish" frame carries the run's tokens.
-        return [] if self.usage is None else [ProtocolEvent("finish", {"usage": self.usage})]
+        # When the run reported usage, one "finish" frame carries its tokens first.
+        usage = [] if self.usage is None else [ProtocolEvent("finish", {"usage": self.usage})]
+        return usage + self._done_frame("completed")
 
     def on_interrupt(self, request: InterruptRequest) -> list[ProtocolEvent]:
-        return [ProtocolEvent("interrupt", self._with_usage({"request": request.to_json()}))]
+        data = self._with_usage({"request": request.to_json()})
+        return [ProtocolEvent("interrupt", data), *self._done_frame("interrupted")]
 
     def on_stopped(self) -> list[ProtocolEvent]:
-        return [ProtocolEvent("cancelled", {"reason": "user"})]
+        return [ProtocolEvent("cancelled", {"reason": "user"}), *self._done_frame("cancelled")]
 
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
         message, code = self.wire_error(exc)
         data = {"message": message} if code is None else {"message": message, "code": code}
-        return [ProtocolEvent("error", self._with_usage(data))]
+        return [ProtocolEvent("error", self._with_usage(data)), *self._done_frame("failed")]

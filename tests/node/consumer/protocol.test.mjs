@@ -115,6 +115,21 @@ test('152: PHP empty payloads ([]) are accepted as empty objects', async () => {
   assert.deepEqual(await collect(c.stream), [{ type: 'start-step' }, { type: 'finish-step' }, { type: 'finish' }]);
 });
 
+for (const [status, terminal] of [['completed', 'stream.completed'], ['interrupted', 'stream.interrupted'], ['failed', 'stream.failed']]) {
+  test(`a native segment's done (${status}) reaches the reader as its last protocol object`, async () => {
+    const c = bridge();
+    const done = { status, runId: 'run_1' };
+    c.accept(frame(0, { messageId: 'm', content: 'Hi' }, 'text'));
+    c.accept(frame(1, done, 'done'));
+    c.accept(frame(2, {}, terminal));
+    const reader = c.stream.getReader();
+    assert.deepEqual((await reader.read()).value, { type: 'text', messageId: 'm', content: 'Hi' });
+    assert.deepEqual((await reader.read()).value, { type: 'done', ...done });
+    if (terminal === 'stream.failed') await assert.rejects(reader.read(), /Backend stream failed/);
+    else assert.equal((await reader.read()).done, true);
+  });
+}
+
 test('152: a second segment is rejected, not merged', async () => {
   const c = bridge();
   c.accept(frame(0));

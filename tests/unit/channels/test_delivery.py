@@ -56,7 +56,8 @@ def test_channel_gets_every_adapted_event_then_completion(
     [received] = segments.received
     assert [e.sequence for e in received] == list(range(len(received)))
     kinds = [e.type for e in received]
-    assert kinds[0] == "step-started" and kinds[-2:] == ["step-finished", "stream.completed"]
+    assert kinds[0] == "step-started"
+    assert kinds[-3:] == ["step-finished", "done", "stream.completed"]
     text = "".join(e.data["content"] for e in received if e.type == "text")
     assert text == state.message == "Hello! hello"
     assert received[-1].data == {"workflowId": "t1"}
@@ -162,7 +163,7 @@ def test_a_failure_calls_failed_and_still_propagates(sqlite_store: Store) -> Non
     agent.set_channel(lambda: next(channels))
     with pytest.raises(RunFailedError):
         list(agent.stream("hello"))
-    assert [e.type for e in segments.received[0]][-2:] == ["error", "stream.failed"]
+    assert [e.type for e in segments.received[0]][-3:] == ["error", "done", "stream.failed"]
     with pytest.raises(RunFailedError):
         list(agent.stream("hello"))
     failure = fake.assert_failed(workflow_id="t1")
