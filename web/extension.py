@@ -15,7 +15,20 @@ from flask import Blueprint, Flask, request
 
 from shared import telemetry
 from shared.settings import Settings
-from web import agui, connect, demo, errors, health, metrics, native, push, stop, threads, vercel
+from web import (
+    agui,
+    connect,
+    demo,
+    errors,
+    health,
+    metrics,
+    native,
+    openapi,
+    push,
+    stop,
+    threads,
+    vercel,
+)
 from web.auth import UserLoader
 from web.services import Services
 
@@ -89,7 +102,19 @@ def _mount() -> Blueprint:
     parent = Blueprint("relayline", __name__)
     parent.before_request(_limit_body)
     errors.init_app(parent)
-    blueprints = (health, metrics, agui, connect, vercel, native, stop, threads, push, demo)
+    blueprints = (
+        health,
+        metrics,
+        agui,
+        connect,
+        vercel,
+        native,
+        stop,
+        threads,
+        push,
+        demo,
+        openapi,
+    )
     for module in blueprints:
         parent.register_blueprint(module.bp)
     return parent
