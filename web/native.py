@@ -113,9 +113,10 @@ def resume_stream(thread_id: str) -> Response:
 
 
 def _cursor() -> int:
-    raw = request.headers.get("Last-Event-ID") or request.args.get("after")
-    if raw is None:
-        return -1
-    if not raw.strip().lstrip("-").isdigit() or int(raw) < -1:
-        raise BadRequest("The cursor (Last-Event-ID or 'after') must be a sequence number.")
-    return int(raw)
+    """``Last-Event-ID``, else ``?after``; both are checked when both are sent."""
+    given = [request.headers.get("Last-Event-ID"), *request.args.getlist("after")]
+    found = [raw for raw in given if raw is not None]
+    for raw in found:
+        if not raw.strip().lstrip("-").isdigit() or int(raw) < -1:
+            raise BadRequest("The cursor (Last-Event-ID or 'after') must be a sequence number.")
+    return int(found[0]) if found else -1

@@ -2,9 +2,9 @@
 the definitions of web.schemas (the models that validate requests). A relayline route
 without an operation there is an error, so no route goes undescribed.
 
-SSE answers are ``text/event-stream``; OpenAPI 3.1 has no schema for the frames of a
-stream, so the schema of one frame's ``data`` (a discriminated union on ``type``) is a
-component named by ``x-relayline-events``."""
+SSE answers are ``text/event-stream``; in OpenAPI 3.1 their ``schema`` describes one
+event (``{data, id?, event?}``), whose ``data`` is JSON (``contentMediaType``) of the
+protocol's event schema (``contentSchema``: a union discriminated by ``type``)."""
 
 from __future__ import annotations
 
@@ -130,9 +130,18 @@ def _content(answer: Answer) -> dict[str, Any]:
 
 def _stream(events: Events) -> dict[str, Any]:
     return {
-        "type": "string",
-        "description": f"SSE frames; each `data:` is a {events} (JSON)",
-        "x-relayline-events": {"$ref": REF.format(model=events)},
+        "type": "object",
+        "description": f"one SSE event; its `data` is a {events}",
+        "properties": {
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": {"$ref": REF.format(model=events)},
+            },
+            "id": {"type": "string"},
+            "event": {"type": "string"},
+        },
+        "required": ["data"],
     }
 
 

@@ -131,6 +131,12 @@ class ErrorBody(Reply):
     type: str
 
 
+class CopilotKitNotFound(Reply):
+    """CopilotKit's runtime answer for an unknown agent on its stop route."""
+
+    error: str
+
+
 class Health(Reply):
     status: Literal["ok"]
 
@@ -447,7 +453,11 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "stop.stop_agent": Operation(
         "stop (CopilotKit)",
-        {200: Answer("the outcome", AgentStopReply), **WRITE},
+        {
+            200: Answer("the outcome", AgentStopReply),
+            **WRITE,
+            404: Answer("unknown agent (CopilotKit's shape) or thread", CopilotKitNotFound),
+        },
         path={"agent_id": {"type": "string"}, "thread_id": THREAD_ID_SCHEMA},
     ),
     "threads.list_threads": Operation(
