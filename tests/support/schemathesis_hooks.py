@@ -44,14 +44,14 @@ def _settled() -> None:
 
 
 @schemathesis.hook
-def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> None:
+def before_call(context: HookContext, case: Case[Any], kwargs: dict[str, Any]) -> None:
     _settled()
     _before.clear()
     _before.update(_state())
 
 
 @schemathesis.check
-def refused_changes_nothing(ctx: Any, response: Response, case: Case) -> bool | None:
+def refused_changes_nothing(ctx: Any, response: Response, case: Case[Any]) -> bool | None:
     if not 400 <= response.status_code < 500:
         return None
     after = _state()
