@@ -17,6 +17,7 @@ import enum
 from typing import cast
 
 import redis
+from redis.client import Pipeline
 
 QUEUED_KEY = "relayline:{queued}"
 
@@ -52,9 +53,14 @@ def admit(
 def started(client: redis.Redis, stream_id: str, owner: str) -> None:
     """The turn left the broker (a task began), or was never sent (its send failed)."""
     pipe = client.pipeline(transaction=False)
+    uncount(pipe, stream_id, owner)
+    pipe.execute()
+
+
+def uncount(pipe: Pipeline, stream_id: str, owner: str) -> None:
+    """``started``'s commands, queued on a pipeline the caller executes."""
     pipe.zrem(QUEUED_KEY, stream_id)
     pipe.zrem(owner_key(owner), stream_id)
-    pipe.execute()
 
 
 def depth(client: redis.Redis, max_age: float) -> int:

@@ -4,9 +4,15 @@
 It orders envelopes by sequence per segment (``streamId``), reassembles fragments,
 drops duplicates, and reports a *gap* for anything it cannot vouch for: malformed or
 conflicting frames, over-full buffers, or events still missing ``gap_timeout`` seconds
-after the last progress. A gap closes the consumer; the application reconciles from
-history and makes a new one. Transports (Pusher batches, Mercure replays) may reorder
-or repeat frames; the consumer is what makes them a clean, ordered event stream.
+after the last progress. Given ``recover`` (e.g. ``channels.recovery.EnvelopesOverHttp``,
+the web's ``GET .../segments/<streamId>/envelopes``), a hole (a later sequence arrived
+while an earlier one is missing, as after dropped events or a late subscription) is
+first filled from the segment's log: asked at once, then again with backoff, at most
+``recover_attempts`` times without progress; only a log that cannot supply it
+(LogGoneError) or the deadline makes it a gap. A gap closes the consumer; the
+application reconciles from history and makes a new one. Transports (Pusher batches,
+Mercure replays) may reorder or repeat frames; the consumer is what makes them a clean,
+ordered event stream.
 
 There are no timers: the deadline is checked on every ``feed`` and on ``poll()``, with
 an injectable clock, so a loop waiting on a transport calls ``poll`` when it wakes.
@@ -17,12 +23,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from channels.envelope import Envelope, encode_json, utf8_len
 from channels.errors import EnvelopeError, GapError
 from channels.fragments import Fragment, join_parts
+from channels.log import LogGoneError
 from shared.ids import STREAM_ID
 
 MAX_ACTIVE_STREAMS = 64
@@ -31,8 +38,17 @@ MAX_QUEUED_EVENTS = 1024
 MAX_BUFFERED_PARTS = 4096
 MAX_BUFFERED_BYTES = 8 * 1024 * 1024
 GAP_TIMEOUT = 30.0
+#: asks of the log for one hole that bring nothing new before the consumer waits for
+#: the deadline alone
+RECOVER_ATTEMPTS = 5
+#: seconds before the second ask; doubled for each one after
+RECOVER_BACKOFF = 0.1
 
 Frame = str | bytes | Mapping[str, Any]
+#: ``recover(stream_id, after)``: the envelopes the segment's log keeps after sequence
+#: ``after`` (any number of them, in order). Raises LogGoneError when the log cannot
+#: supply them; any other error is a failed ask, asked again later.
+Recover = Callable[[str, int], Sequence[Frame]]
 
 
 @dataclasses.dataclass
@@ -55,6 +71,15 @@ class _Pending:
 class _Segment:
     next: int = 0
     pending: dict[int, _Pending] = dataclasses.field(default_factory=dict)
+    #: asks of the log since the last progress, and when the next one is due
+    asks: int = 0
+    ask_at: float = 0.0
+
+    @property
+    def holed(self) -> bool:
+        """A later sequence arrived while ``next`` is still missing (drained: ``next``
+        is absent or incomplete, and a transport delivers each event's parts in order)."""
+        return any(sequence > self.next for sequence in self.pending)
 
 
 class Consumer:
@@ -74,6 +99,9 @@ class Consumer:
         stream_id: str | None = None,
         gap_timeout: float = GAP_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
+        recover: Recover | None = None,
+        recover_attempts: int = RECOVER_ATTEMPTS,
+        recover_backoff: float = RECOVER_BACKOFF,
     ) -> None:
         if stream_id is not None and not STREAM_ID.fullmatch(stream_id):
             raise ValueError(f"Invalid stream id selection {stream_id!r}: use 32 lowercase hex.")
@@ -82,6 +110,9 @@ class Consumer:
         self.stream_id = stream_id
         self.gap_timeout = gap_timeout
         self.clock = clock
+        self.recover = recover
+        self.recover_attempts = recover_attempts
+        self.recover_backoff = recover_backoff
         self.closed = False
         #: the reason of the gap that closed the consumer, if any
         self.gap: str | None = None
@@ -102,13 +133,23 @@ class Consumer:
         self._inbox.append(frame)
         if self._busy:
             return []
+        return self._run()
+
+    def _run(self) -> list[Envelope]:
+        """Handle the inbox, then fill holes from the log while asks are due."""
         delivered: list[Envelope] = []
         self._busy = True
         try:
-            while self._inbox and not self.closed:
-                self._check_deadline()
-                if not self.closed:
-                    delivered += self._take(self._inbox.pop(0))
+            while not self.closed:
+                if self._inbox:
+                    self._check_deadline()
+                    if not self.closed:
+                        delivered += self._take(self._inbox.pop(0))
+                    continue
+                filled = self._fill()
+                if filled is None:
+                    break
+                delivered += filled
         finally:
             self._busy = False
             self._inbox.clear()
@@ -131,10 +172,13 @@ class Consumer:
             delivered += self.feed(frame)
         return delivered
 
-    def poll(self) -> None:
-        """Report a gap if missing events outlived the deadline."""
-        if not self.closed:
-            self._check_deadline()
+    def poll(self) -> list[Envelope]:
+        """Report a gap if missing events outlived the deadline; ask the log again for
+        a hole when an ask is due. Returns what that delivered."""
+        if self.closed or self._busy:
+            return []
+        self._check_deadline()
+        return [] if self.closed else self._run()
 
     def close(self) -> None:
         """Stop for good, dropping buffered frames; no gap is reported."""
@@ -157,7 +201,39 @@ class Consumer:
             raise GapError(reason)
         self.on_gap(reason)
 
-    def _take(self, frame: Frame) -> list[Envelope]:
+    def _fill(self) -> list[Envelope] | None:
+        """Ask the log for one holed segment's missing events, if an ask is due; None
+        when nothing was asked."""
+        if self.recover is None:
+            return None
+        now = self.clock()
+        for sid, segment in self._segments.items():
+            if segment.holed and segment.asks < self.recover_attempts and now >= segment.ask_at:
+                return self._ask(sid, segment, now)
+        return None
+
+    def _ask(self, sid: str, segment: _Segment, now: float) -> list[Envelope]:
+        assert self.recover is not None
+        before = segment.next
+        segment.asks += 1
+        segment.ask_at = now + self.recover_backoff * 2 ** (segment.asks - 1)
+        try:
+            frames = self.recover(sid, before - 1)
+        except LogGoneError:
+            self._fail("Missing channel events")
+            return []
+        except Exception:  # a failed ask (network, a 5xx): asked again when due
+            return []
+        delivered: list[Envelope] = []
+        for frame in frames:
+            if self.closed or sid in self.finished:
+                break
+            delivered += self._take(frame, recovered=True)
+        if segment.next > before:
+            segment.asks, segment.ask_at = 0, now  # progress: the rest is asked at once
+        return delivered
+
+    def _take(self, frame: Frame, *, recovered: bool = False) -> list[Envelope]:
         try:
             envelope = Envelope.parse(frame)
         except EnvelopeError:
@@ -175,12 +251,13 @@ class Consumer:
                 self._fail("Channel stream limit exceeded")
                 return []
             segment = self._segments[sid] = _Segment()
-        if not self._buffer(segment, envelope):
+        if not self._buffer(segment, envelope, recovered):
             return []
         return self._drain(sid, segment)
 
-    def _buffer(self, segment: _Segment, envelope: Envelope) -> bool:
-        """Queue the frame; False when it was ignored or caused a gap."""
+    def _buffer(self, segment: _Segment, envelope: Envelope, recovered: bool = False) -> bool:
+        """Queue the frame; False when it was ignored or caused a gap. A ``recovered``
+        whole event (the log keeps events whole) replaces fragments collected so far."""
         fragment: Fragment | None = None
         if envelope.is_fragment:
             try:
@@ -192,6 +269,9 @@ class Consumer:
             return False  # already delivered
         event = fragment.event if fragment else envelope.type
         pending = segment.pending.get(envelope.sequence)
+        if recovered and fragment is None and pending is not None and pending.fragmented:
+            self._release(segment.pending.pop(envelope.sequence))
+            pending = None
         fresh = pending is None
         if pending is None:
             if self._events + 1 > MAX_QUEUED_EVENTS:

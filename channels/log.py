@@ -2,27 +2,32 @@
 Redis Stream per segment, so a reload, a dropped connection or a second viewer can read
 a run's output after it was sent (docs/reference/resume-and-cancel.md section 8.1).
 
-- **Keys:** ``relayline:{seg:<stream id>}:log`` (a Stream, one entry per envelope,
-  field ``e``); per thread, ``relayline:{thread:<id>}:active`` (``<protocol>:<stream
-  id>`` of the running segment) and ``relayline:{thread:<id>}:latest`` (the newest
-  segment while its log is kept), ``relayline:{thread:<id>}:segments`` (every segment
-  id whose log may be kept: what deleting the thread erases). The hash tags keep each
-  one's keys in one Redis Cluster slot; a segment's and a thread's keys are never
-  touched in one command.
+- **Keys:** ``relayline:{seg:<stream id>}:log`` (a Stream, field ``e``); per thread,
+  ``relayline:{thread:<id>}:active`` (``<protocol>:<stream id>`` of the running
+  segment) and ``relayline:{thread:<id>}:latest`` (the newest segment while its log is
+  kept), ``relayline:{thread:<id>}:segments`` (every segment id whose log may be kept:
+  what deleting the thread erases). The hash tags keep each one's keys in one Redis
+  Cluster slot; a segment's and a thread's keys are never touched in one command.
 - **Lifetime:** the web announces a segment when it enqueues its job (``announce``), and
   the log's first entry makes it the thread's active and latest segment (again, or for
   the first time when nobody announced it: a timer, a recovery); the first entry sets a
-  hard age cap (``max_age``) and every entry a length cap (``max_events``, trimmed
-  approximately); the terminal entry shortens the log's lifetime and the latest
-  pointer's to ``retention`` and clears the active pointer, each only while it still
-  names this segment, so a late writer never touches a newer segment.
-- **Entries:** the envelope text exactly as built; fragments stay a transport concern
-  of Pusher and Mercure and are never logged.
+  hard age cap (``max_age``) and every entry a length cap (``max_events`` envelopes,
+  trimmed in whole entries); the terminal entry shortens the log's lifetime and the
+  latest pointer's to ``retention`` and clears the active pointer, each only while it
+  still names this segment, so a late writer never touches a newer segment.
+- **Entries:** the envelope texts exactly as built, those a worker wrote within one
+  ``linger`` (``LogBatching``) in one entry, joined by newlines; readers split them
+  (``split_entry``). Fragments stay a transport concern of Pusher and Mercure and are
+  never logged.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import logging
+import math
+import threading
 import time
 from collections.abc import Iterator
 from typing import Final, cast
@@ -31,9 +36,14 @@ import redis
 
 from channels.envelope import Envelope
 from channels.errors import ChannelConfigError, ChannelReadError, SegmentReplacedError
+from channels.flusher import FLUSHER, Flusher
 from shared.settings import Settings
 
+logger = logging.getLogger("relayline.channel")
+
 FIELD: Final = "e"
+#: between the envelopes of one entry: compact JSON never holds a raw newline
+SEPARATOR: Final = "\n"
 _FIELD: Final = FIELD.encode()  # as redis-py returns field names
 
 # At the terminal: the thread's active pointer goes and its latest pointer is kept only
@@ -146,14 +156,45 @@ class LogGoneError(ChannelReadError):
 
 
 def entries(client: redis.Redis, stream_id: str) -> list[str]:
-    """Every envelope the segment's log holds, in order."""
+    """Every envelope the segment's log holds, in order (one string per envelope)."""
     rows = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(log_key(stream_id)))
-    return [fields[_FIELD].decode() for _, fields in rows]
+    return [text for _, fields in rows for text in split_entry(fields[_FIELD])]
+
+
+def split_entry(value: bytes) -> list[str]:
+    """The envelope texts of one log entry (a worker writes several per entry)."""
+    return value.decode().split(SEPARATOR)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogBatching:
+    """How a worker batches envelopes into log entries: the first envelope after
+    ``linger`` seconds without a write goes out at once, later ones wait at most
+    ``linger`` and go out together, as one entry of at most ``max_envelopes`` envelopes
+    or about ``max_chars`` characters (a terminal goes out at once, with what waits)."""
+
+    linger: float = 0.005
+    max_chars: int = 256 * 1024
+    max_envelopes: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.linger < 0 or self.max_chars < 1 or self.max_envelopes < 1:
+            raise ChannelConfigError("Log batching linger and entry caps must be positive.")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LogBatching:
+        return cls(linger=settings.log_linger)
 
 
 class SegmentLog:
     """Appends one segment's envelopes to its log (a channel calls ``append`` for every
-    envelope it builds)."""
+    envelope it builds), batched: one XADD per ``batching.linger`` at most, its field
+    ``e`` holding that stretch's envelopes joined by newlines (compact JSON has none),
+    so every event keeps its own envelope and sequence.
+
+    Thread-safe: the process's flusher writes a buffer that no later append wrote. A
+    failed write (here or in the flusher) is raised by this and every later append
+    (AbstractChannel then stops logging): what it held is lost, never written late."""
 
     def __init__(
         self,
@@ -162,22 +203,77 @@ class SegmentLog:
         thread_id: str,
         limits: LogLimits,
         protocol: str = "native",
+        *,
+        batching: LogBatching | None = None,
+        flusher: Flusher = FLUSHER,
     ) -> None:
         self.client = client
         self.stream_id = stream_id
         self.thread_id = thread_id
         self.pointer = ActiveSegment(protocol, stream_id).pointer
         self.limits = limits
+        self.batching = batching or LogBatching()
+        self.flusher = flusher
         self.key = log_key(stream_id)
         self._started = False
         self._release = client.register_script(_RELEASE)
+        self._lock = threading.Lock()
+        self._buffer: list[str] = []
+        self._chars = 0
+        self._last_write = -math.inf
+        self._scheduled = False
+        self._error: Exception | None = None
+        # Envelopes per kept entry, oldest first: MAXLEN counts entries, the cap counts
+        # envelopes, so the entries to keep are those the newest max_events need.
+        self._kept: collections.deque[int] = collections.deque()
+        self._kept_envelopes = 0
 
     def append(self, envelope: str, *, terminal: bool = False) -> None:
+        batching = self.batching
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            self._buffer.append(envelope)
+            self._chars += len(envelope)
+            if (
+                terminal
+                or len(self._buffer) >= batching.max_envelopes
+                or self._chars >= batching.max_chars
+                or time.monotonic() - self._last_write >= batching.linger
+            ):
+                self._write(terminal)
+            elif not self._scheduled:
+                self._scheduled = True
+                self.flusher.at(self._last_write + batching.linger, self._write_due)
+
+    def _write_due(self) -> None:
+        """The flusher's turn: write what waited since the last write, if anything."""
+        with self._lock:
+            self._scheduled = False
+            if not self._buffer or self._error is not None:
+                return
+            try:
+                self._write(terminal=False)
+            except Exception as exc:  # kept in _error: the next append raises it
+                logger.warning("segment log write failed; logging stops: %s", exc)
+
+    def _write(self, terminal: bool) -> None:
+        """One XADD of the buffer (with the caps and pointers); the lock is held."""
+        envelopes, self._buffer, self._chars = self._buffer, [], 0
+        self._last_write = time.monotonic()
+        self._kept.append(len(envelopes))
+        self._kept_envelopes += len(envelopes)
+        while self._kept_envelopes - self._kept[0] >= self.limits.max_events:
+            self._kept_envelopes -= self._kept.popleft()
+        try:
+            self._execute(SEPARATOR.join(envelopes), terminal)
+        except Exception as exc:
+            self._error = exc
+            raise
+
+    def _execute(self, entry: str, terminal: bool) -> None:
         pipe = self.client.pipeline(transaction=False)
-        pipe.xadd(self.key, {FIELD: envelope}, maxlen=self.limits.max_events, approximate=True)
         if not self._started:
-            # XADD never sets or refreshes a TTL: the cap is set once, at the start.
-            pipe.expire(self.key, _seconds(self.limits.max_age))
             # The thread's active segment from its first entry on (the web announced it
             # already, unless nobody did: a timer, a recovery).
             pipe.set(active_key(self.thread_id), self.pointer, ex=_seconds(self.limits.max_age))
@@ -188,14 +284,23 @@ class SegmentLog:
                 _seconds(self.limits.max_age + self.limits.retention),
             )
         if terminal:
-            pipe.expire(self.key, _seconds(self.limits.retention))
-        pipe.execute()
-        self._started = True
-        if terminal:
+            # Released before the terminal is readable: a relayed client that got the
+            # terminal and asks again at once finds the thread idle.
             self._release(
                 keys=[active_key(self.thread_id), latest_key(self.thread_id)],
                 args=[self.pointer, _seconds(self.limits.retention)],
+                client=pipe,
             )
+        # Exact trimming: entries are batches, so few, and "~" trims only whole nodes of
+        # 100 entries, which could keep many times the cap's envelopes.
+        pipe.xadd(self.key, {FIELD: entry}, maxlen=len(self._kept), approximate=False)
+        if not self._started:
+            # XADD never sets or refreshes a TTL: the cap is set once, at the start.
+            pipe.expire(self.key, _seconds(self.limits.max_age))
+        if terminal:
+            pipe.expire(self.key, _seconds(self.limits.retention))
+        pipe.execute()
+        self._started = True
 
 
 def _seconds(value: float) -> int:
@@ -224,7 +329,7 @@ class LogReader:
     def check(self) -> None:
         """Refuse a cursor the log cannot continue from (LogGoneError): the log is gone
         or was trimmed past it. A log not begun yet is fine (its job is queued)."""
-        first = _only(cast(_Rows, self.client.xrange(self.key, count=1)))
+        first = _edge(cast(_Rows, self.client.xrange(self.key, count=1)), 0)
         if first is None:
             if self.after >= 0:
                 raise LogGoneError(f"Segment {self.stream_id} is no longer kept.")
@@ -237,7 +342,7 @@ class LogReader:
 
     def finished_at_cursor(self) -> bool:
         """Whether the segment ended and the cursor already holds its last event."""
-        last = _only(cast(_Rows, self.client.xrevrange(self.key, count=1)))
+        last = _edge(cast(_Rows, self.client.xrevrange(self.key, count=1)), -1)
         return last is not None and last.is_terminal and last.sequence <= self.after + 1
 
     def envelopes(self, *, wait: float, timeout: float) -> Iterator[Envelope | None]:
@@ -263,13 +368,14 @@ class LogReader:
             heard = time.monotonic()
             for entry_id, fields in reply[0][1]:
                 last = entry_id
-                envelope = Envelope.parse(fields[_FIELD])
-                if envelope.sequence <= self.after:
-                    continue
-                self.after = envelope.sequence
-                yield envelope
-                if envelope.is_terminal:
-                    return
+                for text in split_entry(fields[_FIELD]):
+                    envelope = Envelope.parse(text)
+                    if envelope.sequence <= self.after:
+                        continue
+                    self.after = envelope.sequence
+                    yield envelope
+                    if envelope.is_terminal:
+                        return
 
     def _check_not_replaced(self) -> None:
         """A segment whose worker was lost never gets its terminal; the run's recovery
@@ -284,6 +390,64 @@ class LogReader:
             )
 
 
-def _only(rows: _Rows) -> Envelope | None:
-    """The envelope of a one-entry range reply, if there is one."""
-    return Envelope.parse(rows[0][1][_FIELD]) if rows else None
+def _edge(rows: _Rows, index: int) -> Envelope | None:
+    """The first (``index`` 0) or last (-1) envelope of a one-entry range reply."""
+    return Envelope.parse(split_entry(rows[0][1][_FIELD])[index]) if rows else None
+
+
+# Reading what is kept after a cursor (a push consumer filling a gap, web.segments) ------
+
+#: Redis entries read per XRANGE while looking for a cursor
+_PAGE: Final = 500
+
+
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """What a segment's log holds after a cursor: envelope texts in sequence order (at
+    most the limit asked for), and whether they reach the segment's terminal (nothing
+    will follow them)."""
+
+    envelopes: list[str]
+    ended: bool
+
+
+def _split(rows: _Rows) -> Iterator[str]:
+    """Each entry's envelopes (one entry may hold several: split_entry)."""
+    for _, fields in rows:
+        yield from split_entry(fields[_FIELD])
+
+
+def kept_after(client: redis.Redis, stream_id: str, after: int, limit: int) -> Kept:
+    """The envelopes the log keeps with a sequence above ``after`` (-1: from the start),
+    at most ``limit`` of them. Raises LogGoneError when the log cannot continue from
+    ``after``: it is gone (for a cursor at 0 or above) or was trimmed past it. An
+    absent log with ``after`` of -1 is an empty answer: it may not have begun yet."""
+    found: list[str] = []
+    first: Envelope | None = None
+    start = "-"
+    while len(found) < limit:
+        rows = cast(_Rows, client.xrange(log_key(stream_id), min=start, count=_PAGE))
+        for text in _split(rows):
+            envelope = Envelope.parse(text)
+            first = first or envelope
+            if envelope.sequence > after and len(found) < limit:
+                found.append(text)
+        if len(rows) < _PAGE:
+            break
+        start = "(" + rows[-1][0].decode()  # exclusive: after the last entry read
+    if first is None and after >= 0:
+        raise LogGoneError(f"Segment {stream_id} is no longer kept.")
+    if first is not None and first.sequence > after + 1:
+        raise LogGoneError(
+            f"Segment {stream_id} keeps events from {first.sequence} on; "
+            f"the cursor {after} is older."
+        )
+    last = list(_split(cast(_Rows, client.xrevrange(log_key(stream_id), count=1))))
+    end = Envelope.parse(last[-1]) if last else None
+    reached = not found or Envelope.parse(found[-1]).sequence == (end.sequence if end else -1)
+    return Kept(found, end is not None and end.is_terminal and reached)
+
+
+def is_thread_segment(client: redis.Redis, thread_id: str, stream_id: str) -> bool:
+    """Whether ``stream_id`` is one of the thread's segments that may still be kept."""
+    return bool(client.sismember(segments_key(thread_id), stream_id))

@@ -3,7 +3,8 @@
 The durable record of a stop is the run's ``stop_requested`` (``Store.request_stop``,
 written first); this is only the wake-up that lets a worker stop within a Redis round
 trip while it waits on the model. A wake-up lost to a Redis outage costs latency, not
-the stop: the loop also reads the record before every model call and tool.
+the stop: the loop also reads the record before every model call and tool (but the
+first model call of a run just admitted under the watcher, whose record holds no stop).
 
 One ``StopWatcher`` per process (after a prefork fork, the child builds its own): one
 Pub/Sub connection on the channel ``relayline:stops`` whatever the number of runs, and

@@ -24,8 +24,9 @@ from shared.interrupts import ApprovalRequest
 from shared.persistence import Store
 from shared.settings import WORKER_POOLS, Settings, child_environment
 
-#: simultaneous connections one gevent web worker serves (each SSE stream holds one)
-WORKER_CONNECTIONS = 2000
+#: simultaneous connections one gevent web worker serves (each SSE stream holds one);
+#: above the 5,000 streams one web process is to hold (bench/relay.py part 4)
+WORKER_CONNECTIONS = 10_000
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -191,6 +191,9 @@ class Settings:
     #: RELAYLINE_STREAM_MAX_EVENTS, entries a segment's log keeps at most (about: Redis
     #: trims whole nodes)
     stream_max_events: int = 50_000
+    #: RELAYLINE_LOG_LINGER_MS (milliseconds; seconds here), how long a worker holds
+    #: envelopes that follow a log write closely, to write them as one entry
+    log_linger: float = 0.005
     #: RELAYLINE_QUEUE, the Celery queue relayline's tasks are sent to (None: Celery's
     #: default queue), so that turns can run on dedicated workers
     queue: str | None = None
@@ -304,6 +307,7 @@ class Settings:
         retention = _number(get("RELAYLINE_STREAM_RETENTION"), "RELAYLINE_STREAM_RETENTION", float)
         max_age = _number(get("RELAYLINE_STREAM_MAX_AGE"), "RELAYLINE_STREAM_MAX_AGE", float)
         max_events = _number(get("RELAYLINE_STREAM_MAX_EVENTS"), "RELAYLINE_STREAM_MAX_EVENTS", int)
+        linger = _number(get("RELAYLINE_LOG_LINGER_MS"), "RELAYLINE_LOG_LINGER_MS", float)
         ttl = _number(get("RELAYLINE_HEARTBEAT_TTL"), "RELAYLINE_HEARTBEAT_TTL", float)
         beat = _number(get("RELAYLINE_HEARTBEAT_INTERVAL"), "RELAYLINE_HEARTBEAT_INTERVAL", float)
         token_ttl = _number(get("RELAYLINE_TOKEN_TTL"), "RELAYLINE_TOKEN_TTL", float)
@@ -366,6 +370,7 @@ class Settings:
             stream_max_events=(
                 int(max_events) if max_events is not None else cls.stream_max_events
             ),
+            log_linger=float(linger) / 1000 if linger is not None else cls.log_linger,
             heartbeat_ttl=float(ttl) if ttl is not None else cls.heartbeat_ttl,
             heartbeat_interval=float(beat) if beat is not None else cls.heartbeat_interval,
             worker_pool=get("RELAYLINE_WORKER_POOL") or cls.worker_pool,

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from flask import Blueprint, Response, current_app
 
 from channels.envelope import Envelope
-from channels.log import LogReader, active_segment, entries
+from channels.log import active_segment, entries
 from shared.events import ProtocolEvent
 from shared.jobs import DEFAULT_AGENT
 from shared.protocols import protocol
@@ -33,8 +33,7 @@ from shared.tools import redactions
 from web.agui import agent_spec, agui_thread_payload
 from web.auth import check_thread_id, current_user, thread_for
 from web.bounds import json_body
-from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS
-from web.resume import live_frames
+from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, log_frames
 from web.services import services
 
 bp = Blueprint("connect", __name__)
@@ -66,12 +65,21 @@ def connect(agent_id: str) -> Response:
     messages = [m for m in stored["messages"] if m.get("id") not in named]
     snapshot = _snapshot_run(thread_id, messages, stored["interrupts"] if live is None else [])
     heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
-    reader = None
+    frames = None
     if live is not None:
-        after = backlog[-1].sequence if backlog else -1
-        reader = LogReader(svc.redis, live.stream_id, after=after, thread_id=thread_id)
-    body = _body(snapshot, backlog, reader, thread_id, heartbeat, svc.settings.relay_timeout)
-    return Response(body, headers=headers)
+        frames = log_frames(
+            svc.logs,
+            live.stream_id,
+            "agui",
+            thread_id,
+            {},
+            after=backlog[-1].sequence if backlog else -1,
+            heartbeat=heartbeat,
+            timeout=svc.settings.relay_timeout,
+            ids=False,
+            started=bool(backlog),
+        )
+    return Response(_body(snapshot, backlog, frames), headers=headers)
 
 
 def _snapshot_run(
@@ -104,12 +112,7 @@ def _message_ids(events: Sequence[ProtocolEvent]) -> set[str]:
 
 
 def _body(
-    snapshot: list[ProtocolEvent],
-    backlog: list[Envelope],
-    reader: LogReader | None,
-    thread_id: str,
-    heartbeat: float,
-    timeout: float,
+    snapshot: list[ProtocolEvent], backlog: list[Envelope], live: Iterator[str] | None
 ) -> Iterator[str]:
     for event in snapshot:
         yield encode_event(event)
@@ -119,6 +122,6 @@ def _body(
             ended = True
             break
         yield encode_event(envelope.to_event())
-    if reader is not None and not ended:
+    if live is not None and not ended:
         yield SSE_HEARTBEAT
-        yield from live_frames(reader, thread_id, "agui", heartbeat, timeout, started=bool(backlog))
+        yield from live

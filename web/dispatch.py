@@ -1,5 +1,6 @@
 """Enqueue a validated turn or continuation and deliver its output: relayed as one SSE
-response (SUBSCRIBE first, then enqueue by task name), or pushed (202 + where to listen).
+response (enqueue by task name, then read the segment's log from its start through the
+app's LogMultiplexer), or pushed (202 + where to listen).
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
 from channels import (
+    TERMINALS,
     ActiveSegment,
     ChannelReadError,
     LogLimits,
-    RedisChannelReader,
     SegmentReplacedError,
     announce,
-    is_terminal,
 )
 from channels.mercure import thread_topic
+from channels.multiplex import LogMultiplexer
 from channels.pusher import thread_channel
 from channels.turns import QueuedTurn, queue_turn
 from shared import metrics
@@ -205,6 +206,10 @@ def push(job: TurnJob | ContinueJob, delivery: PushKind, send: Sender = _send) -
         **where,
         "runId": job.run_id,
         "streamId": sent.stream_id,
+        # where a consumer fills a gap in what it was pushed (web.segments)
+        "envelopesUrl": url_for(
+            "relayline.segments.envelopes", thread_id=job.thread_id, stream_id=sent.stream_id
+        ),
     }
     if sent.queued is not None:
         body["queued"] = sent.queued
@@ -220,17 +225,10 @@ def relay(
 ) -> Response:
     svc = services()
     began = time.monotonic()
-    name = f"relayline:relay:{uuid.uuid4().hex}"
-    reader = RedisChannelReader(svc.redis, name, timeout=svc.settings.relay_timeout)
-    # The subscription is confirmed before the job leaves (Pub/Sub keeps nothing for
-    # late listeners), so the worker never waits for a listener: one it does not find
-    # has gone, and the segment's output still lands in its log and in history.
-    reader.subscribe()
-    try:
-        sent = send(job.to(Target("relay", name)))
-    except BaseException:
-        reader.close()
-        raise
+    # The worker writes the segment's log only; the relay reads that log from its start
+    # (it is durable: nothing to subscribe to before the job leaves). The relay id stays
+    # in the job's target for the logs; nothing publishes on it.
+    sent = send(job.to(Target("relay", f"relayline:relay:{uuid.uuid4().hex}")))
     heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
     dropped = _stopper(svc, job.thread_id, job.run_id) if on_disconnect == "cancel" else None
     preface = []
@@ -241,54 +239,113 @@ def relay(
         if job.protocol == "native":  # the only vocabulary with room for it
             preface.append(encode_event(ProtocolEvent("queued", {"position": sent.queued})))
     body = _relayed(
-        reader, job.protocol, job.thread_id, job.seed, heartbeat, dropped, preface, began
+        svc.logs,
+        sent.stream_id,
+        job.protocol,
+        job.thread_id,
+        job.seed,
+        heartbeat=heartbeat,
+        timeout=svc.settings.relay_timeout,
+        on_dropped=dropped,
+        preface=preface,
+        began=began,
     )
     return Response(body, headers=headers)
 
 
 def _relayed(
-    reader: RedisChannelReader,
+    logs: LogMultiplexer,
+    stream_id: str,
     protocol: ProtocolName,
     thread_id: str,
     seed: ClientSeed,
+    *,
     heartbeat: float = HEARTBEAT_SECONDS,
+    timeout: float = 300.0,
     on_dropped: Callable[[], None] | None = None,
     preface: Sequence[str] = (),
     began: float | None = None,
 ) -> Iterator[str]:
-    """The SSE body. A client that goes away closes this generator, which drops only the
-    subscription (the run goes on in the worker and its result lands in history), unless
-    ``on_dropped`` is given: then it is called, to stop the run."""
-    started = False
+    """The SSE body: the segment ``stream_id`` from its start to its terminal. A client
+    that goes away closes this generator, which drops only its read of the log (the run
+    goes on in the worker and its result lands in history), unless ``on_dropped`` is
+    given: then it is called, to stop the run."""
     metrics.OPEN_STREAMS.inc()
+    first = True
+
+    def relayed(count: int) -> None:
+        nonlocal first
+        if first and began is not None:
+            metrics.FIRST_EVENT_SECONDS.observe(time.monotonic() - began)
+        first = False
+        metrics.EVENTS_RELAYED.inc(count)
+
     try:
         yield from preface
-        for item in reader.events(heartbeat=heartbeat):
-            if not isinstance(item, ProtocolEvent):
-                yield SSE_HEARTBEAT
-                continue
-            if is_terminal(item.type):
-                return
-            if not started and began is not None:
-                metrics.FIRST_EVENT_SECONDS.observe(time.monotonic() - began)
-            started = True
-            metrics.EVENTS_RELAYED.inc()
-            if protocol == "native":
-                # The segment log's cursor: EventSource resends it as Last-Event-ID.
-                yield f"id: {reader.sequence}\n" + encode_event(item)
-            else:
-                yield encode_event(item)
-    except (ChannelReadError, RedisError) as exc:
-        ended = delivery_error(exc, thread_id)
-        for frame in failure_frames(protocol, thread_id, seed, ended, started=started):
-            yield encode_event(frame)
+        # The native cursor (`id:`) is what EventSource resends as Last-Event-ID.
+        yield from log_frames(
+            logs,
+            stream_id,
+            protocol,
+            thread_id,
+            seed,
+            after=-1,
+            heartbeat=heartbeat,
+            timeout=timeout,
+            ids=protocol == "native",
+            on_frames=relayed,
+        )
     except GeneratorExit:
         if on_dropped is not None:
             on_dropped()
         raise
     finally:
         metrics.OPEN_STREAMS.dec()
-        reader.close()
+
+
+def log_frames(
+    logs: LogMultiplexer,
+    stream_id: str,
+    protocol: ProtocolName,
+    thread_id: str,
+    seed: ClientSeed,
+    *,
+    after: int,
+    heartbeat: float,
+    timeout: float,
+    ids: bool,
+    started: bool = False,
+    on_frames: Callable[[int], None] | None = None,
+) -> Iterator[str]:
+    """The segment's log after ``after`` as SSE frames, spliced from the envelopes
+    (channels.splice), joined per batch read; a heartbeat comment per ``heartbeat``
+    seconds of silence; the terminal is not sent. A broken transport ends with the
+    protocol's error frames (``started``: the client already saw the segment begin).
+    ``ids`` puts ``id: <sequence>`` before each frame (the native cursor)."""
+    subscription = None
+    try:
+        # Subscribed here, not by the caller: a body never iterated holds no read.
+        subscription = logs.subscribe(stream_id, after=after, thread_id=thread_id)
+        for batch in subscription.batches(wait=heartbeat, timeout=timeout):
+            if batch is None:
+                yield SSE_HEARTBEAT
+                continue
+            if ids:
+                frames = [f"id: {s.sequence}\n{s.frame}" for s in batch if s.type not in TERMINALS]
+            else:
+                frames = [s.frame for s in batch if s.type not in TERMINALS]
+            if frames:
+                started = True
+                if on_frames is not None:
+                    on_frames(len(frames))
+                yield "".join(frames)
+    except (ChannelReadError, RedisError) as exc:
+        ended = delivery_error(exc, thread_id)
+        for frame in failure_frames(protocol, thread_id, seed, ended, started=started):
+            yield encode_event(frame)
+    finally:
+        if subscription is not None:
+            subscription.close()
 
 
 def _stopper(svc: Services, thread_id: str, run_id: str) -> Callable[[], None]:

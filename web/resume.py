@@ -1,20 +1,19 @@
 """Resuming a thread's active segment from its log (channels.log): the replay after a
-cursor, then live to the end, in the segment's own protocol."""
+cursor, then live to the end, in the segment's own protocol, read through the app's
+LogMultiplexer as a relay is (``web.dispatch.log_frames``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from flask import Response, current_app
-from redis.exceptions import RedisError
 
-from channels import ChannelReadError, active_segment
+from channels import active_segment
 from channels.log import LogGoneError, LogReader, latest_segment
 from shared.jobs import ProtocolName
-from shared.protocols import failure_frames, protocol
+from shared.protocols import protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
-from shared.sse import encode_event
-from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, STREAM_ID_HEADER, delivery_error
+from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, STREAM_ID_HEADER, log_frames
 from web.services import services
 
 
@@ -44,52 +43,28 @@ def active_reader(
 def resumed_response(
     reader: LogReader, thread_id: str, protocol_name: ProtocolName, *, ids: bool
 ) -> Response:
-    """The SSE response replaying ``reader``'s segment; ``ids`` puts ``id: <sequence>``
-    before each frame (the native cursor, which EventSource resends by itself)."""
+    """The SSE response replaying ``reader``'s segment after its cursor, read through the
+    app's LogMultiplexer; ``ids`` puts ``id: <sequence>`` before each frame (the native
+    cursor, which EventSource resends by itself)."""
     heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
-    timeout = services().settings.relay_timeout
-    body = _frames(reader, thread_id, protocol_name, heartbeat, timeout, ids)
+    svc = services()
+    frames = log_frames(
+        svc.logs,
+        reader.stream_id,
+        protocol_name,
+        thread_id,
+        {},
+        after=reader.after,
+        heartbeat=heartbeat,
+        timeout=svc.settings.relay_timeout,
+        ids=ids,
+    )
     headers = {**protocol(protocol_name).headers, **SSE_HEADERS}
-    return Response(body, headers={**headers, STREAM_ID_HEADER: reader.stream_id})
+    return Response(_opened(frames), headers={**headers, STREAM_ID_HEADER: reader.stream_id})
 
 
-def _frames(
-    reader: LogReader,
-    thread_id: str,
-    protocol_name: ProtocolName,
-    heartbeat: float,
-    timeout: float,
-    ids: bool,
-) -> Iterator[str]:
+def _opened(frames: Iterator[str]) -> Iterator[str]:
     # A comment first: the headers go out now, not with the first event, which may be
     # a long way off (the cursor was at the live edge).
     yield SSE_HEARTBEAT
-    yield from live_frames(reader, thread_id, protocol_name, heartbeat, timeout, ids=ids)
-
-
-def live_frames(
-    reader: LogReader,
-    thread_id: str,
-    protocol_name: ProtocolName,
-    heartbeat: float,
-    timeout: float,
-    *,
-    ids: bool = False,
-    started: bool = False,
-) -> Iterator[str]:
-    """``reader``'s segment as SSE frames to its terminal; a broken transport ends with
-    the protocol's error frames (``started``: the client already saw the segment begin)."""
-    try:
-        for envelope in reader.envelopes(wait=heartbeat, timeout=timeout):
-            if envelope is None:
-                yield SSE_HEARTBEAT
-                continue
-            if envelope.is_terminal:
-                return
-            started = True
-            frame = encode_event(envelope.to_event())
-            yield f"id: {envelope.sequence}\n{frame}" if ids else frame
-    except (ChannelReadError, RedisError) as exc:
-        ended = delivery_error(exc, thread_id)
-        for event in failure_frames(protocol_name, thread_id, {}, ended, started=started):
-            yield encode_event(event)
+    yield from frames

@@ -216,6 +216,13 @@ class ThreadList(Reply):
     cursor: str | None
 
 
+class Envelopes(Reply):
+    """A segment's raw envelopes after a cursor (web.segments)."""
+
+    envelopes: list[dict[str, Any]]
+    ended: bool
+
+
 class PushAccepted(Reply):
     """202 of a pushed turn: where to listen (Pusher or Mercure fields)."""
 
@@ -438,6 +445,16 @@ OPERATIONS: dict[str, Operation] = {
             Param("after", "query", {"type": "integer", "minimum": -1}, "a sequence number"),
             Param("Last-Event-ID", "header", {"type": "string", "pattern": "^-?[0-9]+$"}),
         ),
+    ),
+    "segments.envelopes": Operation(
+        "a segment's envelopes after a cursor (push gap fill)",
+        {
+            200: Answer("the envelopes the log keeps", Envelopes),
+            410: Answer("the log cannot continue from the cursor", ErrorBody),
+            **READ,
+        },
+        params=(Param("after", "query", {"type": "integer", "minimum": -1}, "a sequence number"),),
+        path={"stream_id": {"type": "string", "pattern": f"^{STREAM_ID_PATTERN}$"}},
     ),
     "stop.cancel_native": Operation(
         "stop a thread's run", {200: Answer("the outcome", CancelReply), **WRITE}

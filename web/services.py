@@ -10,6 +10,7 @@ import redis
 from celery import Celery
 from flask import Flask, current_app
 
+from channels.multiplex import LogMultiplexer
 from shared.auth import IdentityTokens
 from shared.persistence import Store
 from shared.registry import AgentRegistry
@@ -29,6 +30,11 @@ class Services:
     identity: IdentityTokens | None = None
     #: where the blueprints are mounted (``""`` at the root, else e.g. ``"/ai"``)
     url_prefix: str = ""
+    #: the one reader of every segment log this app relays (started by its first use)
+    logs: LogMultiplexer = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.logs = LogMultiplexer(self.redis)
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
@@ -44,6 +50,7 @@ class Services:
         )
 
     def close(self) -> None:
+        self.logs.close()
         self.redis.close()
         self.store.dispose()
 

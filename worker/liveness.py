@@ -31,6 +31,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -48,7 +49,15 @@ logger = logging.getLogger("relayline.liveness")
 
 SWEEP_LOCK = "relayline:sweeper"
 
-__all__ = ["Heartbeat", "Sweeper", "heartbeat_key", "holder_alive", "lapsed", "recovery_job"]
+__all__ = [
+    "Heartbeat",
+    "Sweeper",
+    "beat_alive",
+    "heartbeat_key",
+    "holder_alive",
+    "lapsed",
+    "recovery_job",
+]
 
 
 def job_key(run_id: str) -> str:
@@ -60,8 +69,9 @@ def recovery_key(run_id: str, attempt: int) -> str:
 
 
 class Heartbeat:
-    """While open, ``job``'s run has a heartbeat that a daemon thread renews; the job
-    is recorded for ``keep_job`` seconds so that a recovery delivers where it did."""
+    """While open, ``job``'s run has a heartbeat that the process's renewer thread
+    renews; the job is recorded for ``keep_job`` seconds so that a recovery delivers
+    where it did."""
 
     def __init__(
         self,
@@ -84,8 +94,6 @@ class Heartbeat:
         #: this heartbeat's own holder stamp: a duplicate in the same process never
         #: renews or drops the holder's beat
         self.stamp = f"{holder()}:{uuid.uuid4().hex[:16]}"
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Heartbeat:
         _opened(self.stamp)
@@ -102,9 +110,7 @@ class Heartbeat:
         except redis.RedisError:
             # The run still executes into history; the renewals below keep trying.
             logger.warning("could not start the heartbeat of run %s", self.job.run_id)
-        self._thread = threading.Thread(target=self._renew, name="relayline-heartbeat")
-        self._thread.daemon = True  # a lost process takes its heartbeat with it
-        self._thread.start()
+        _renewer().add(self)
         return self
 
     def __exit__(
@@ -113,9 +119,7 @@ class Heartbeat:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        _renewer().remove(self)
         _closed(self.stamp)
         try:
             # Not executed here any more: a run this task left ``running`` is swept. Only
@@ -133,13 +137,72 @@ class Heartbeat:
             return bool(self.client.set(self.key, self._holder(), px=self.ttl_ms))
         return bool(self.client.eval(_BEAT, 1, self.key, self._holder(), self.ttl_ms))
 
-    def _renew(self) -> None:
-        while not self._stop.wait(self.interval):
+    def renew(self) -> None:
+        try:
+            self._beat(force=False)
+        except redis.RedisError:
+            # Redis away: the run goes on; if it stays away the sweep cannot run either.
+            logger.warning("could not renew the heartbeat of run %s", self.job.run_id)
+
+
+class _Renewer:
+    """One daemon thread per process renews every open heartbeat at its interval: a
+    thread started and joined per turn was a fixed cost of every turn."""
+
+    def __init__(self) -> None:
+        self._due: dict[Heartbeat, float] = {}  # heartbeat -> monotonic time of its renewal
+        self._wake = threading.Condition()
+        self._renewing: set[Heartbeat] = set()
+        self._thread = threading.Thread(target=self._run, name="relayline-heartbeat")
+        self._thread.daemon = True  # a lost process takes its heartbeats with it
+        self._thread.start()
+
+    def add(self, beat: Heartbeat) -> None:
+        with self._wake:
+            self._due[beat] = time.monotonic() + beat.interval
+            self._wake.notify_all()
+
+    def remove(self, beat: Heartbeat) -> None:
+        # Waits for a renewal of it in flight: none may land after the release.
+        with self._wake:
+            self._due.pop(beat, None)
+            while beat in self._renewing:
+                self._wake.wait()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                now = time.monotonic()
+                ready = [b for b, at in self._due.items() if at <= now]
+                for beat in ready:
+                    self._due[beat] = now + beat.interval
+                if not ready:
+                    self._wake.wait(min(self._due.values(), default=now + 60.0) - now)
+                    continue
+                self._renewing.update(ready)
             try:
-                self._beat(force=False)
-            except redis.RedisError:
-                # Redis away: the run goes on; if it stays away the sweep cannot run either.
-                logger.warning("could not renew the heartbeat of run %s", self.job.run_id)
+                for beat in ready:
+                    beat.renew()
+            finally:
+                with self._wake:
+                    self._renewing.clear()
+                    self._wake.notify_all()
+
+
+#: the renewer of this process (built again after a fork: threads do not survive it)
+_renewers: dict[int, _Renewer] = {}
+_renewers_lock = threading.Lock()
+
+
+def _renewer() -> _Renewer:
+    pid = os.getpid()
+    found = _renewers.get(pid)
+    if found is None:
+        with _renewers_lock:
+            found = _renewers.get(pid)
+            if found is None:
+                found = _renewers[pid] = _Renewer()
+    return found
 
 
 #: the stamps of the heartbeats open in this process, and their lock (pool threads open
@@ -179,7 +242,11 @@ def holder_alive(client: redis.Redis, run_id: str) -> bool:
     exists, or a heartbeat open in this very process now (another pool thread executes
     the run). A holder of this host that is gone (a killed pool child) is not, nor a
     beat of this process that no open heartbeat owns (left by a task that ended)."""
-    raw = cast(bytes | None, client.get(heartbeat_key(run_id)))
+    return beat_alive(cast(bytes | None, client.get(heartbeat_key(run_id))))
+
+
+def beat_alive(raw: bytes | None) -> bool:
+    """``holder_alive`` of a beat already read (``heartbeat_key``'s value)."""
     if raw is None:
         return False
     stamp = raw.decode("utf-8", "replace")

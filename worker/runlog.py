@@ -81,6 +81,8 @@ class JSONFormatter(logging.Formatter):
 
 #: task id -> (monotonic start, the start line), in the process executing the task
 _started: dict[str, tuple[float, RunLine]] = {}
+#: task id -> (status, attempt) of the run as the task left it (``ended``)
+_ended: dict[str, tuple[str, int]] = {}
 _configured: list[str] = []
 
 
@@ -98,7 +100,16 @@ def configure(log_format: str) -> None:
         logger.propagate = False  # one line per transition, not also the text one
 
 
+def ended(task_id: str | None, status: str, attempt: int) -> None:
+    """The run as the task left it, so the end line need not read it back (one
+    database read fewer per turn); a task that does not say is read from the store."""
+    if task_id is not None and task_id in _started:
+        _ended[task_id] = (status, attempt)
+
+
 def _emit(level: int, line: RunLine) -> None:
+    if not logger.isEnabledFor(level):
+        return  # the line's text and fields cost more than the check
     shown = " ".join(f"{k}={_shown(v)}" for k, v in line.items() if k != "event")
     extra = {"run": line, **{k: v for k, v in line.items() if k != "event"}}
     logger.log(level, "%s %s", line["event"], shown, extra=extra)
@@ -149,6 +160,7 @@ def _task_started(task_id: str, task: Any, kwargs: Any = None, **_: object) -> N
 @task_postrun.connect
 def _task_ended(task_id: str, retval: Any = None, state: str | None = None, **_: object) -> None:
     started = _started.pop(task_id, None)
+    known = _ended.pop(task_id, None)
     if started is None:
         return
     began, line = started
@@ -158,18 +170,26 @@ def _task_ended(task_id: str, retval: Any = None, state: str | None = None, **_:
             event = "run.error"
         else:
             event = f"run.{outcome}" if outcome in ENDS else "run.skipped"
-        record = resources().store.run(line["thread_id"], line["run_id"])
-        ended: RunLine = {
+        status, attempt = known if known is not None else _stored(line)
+        end: RunLine = {
             **line,
             "event": event,
-            "attempt": record.attempt if record is not None else line.get("attempt"),
+            "attempt": attempt,
             "duration_ms": round((time.monotonic() - began) * 1000, 1),
             "outcome": outcome,
-            "status": record.status if record is not None else None,
+            "status": status,
         }
-        _emit(logging.WARNING if event == "run.error" else logging.INFO, ended)
+        _emit(logging.WARNING if event == "run.error" else logging.INFO, end)
         if event != "run.skipped":
             metrics.RUNS.labels(line["agent"], event.removeprefix("run.")).inc()
         metrics.TURN_SECONDS.labels(line["agent"], outcome).observe(time.monotonic() - began)
     except Exception:
         logger.debug("could not log the end of task %s", task_id, exc_info=True)
+
+
+def _stored(line: RunLine) -> tuple[str | None, int | None]:
+    """The run's status and attempt as stored (the start line's attempt when absent)."""
+    record = resources().store.run(line["thread_id"], line["run_id"])
+    if record is None:
+        return None, line.get("attempt")
+    return record.status, record.attempt

@@ -1,5 +1,6 @@
-"""Where a task delivers its segment: the relay channel of one request, the thread's
-push channel (Pusher or Mercure), or no transport; always into the segment's log."""
+"""Where a task delivers its segment: into its log only (a relay, which the web reads
+from the log, or no transport), or the thread's push channel (Pusher or Mercure) as
+well; always into the segment's log."""
 
 from __future__ import annotations
 
@@ -15,10 +16,9 @@ from channels import (
     LogOnlyChannel,
     MercureChannel,
     PusherChannel,
-    RedisChannel,
     SegmentLog,
 )
-from channels.log import log_key
+from channels.log import LogBatching, log_key
 from shared.delivery import Channel
 from shared.ids import new_stream_id
 from shared.jobs import Job, Target, TargetKind
@@ -29,12 +29,10 @@ J = TypeVar("J", bound=Job)
 
 
 def _relay(target: Target, thread_id: str, res: Resources) -> Callable[[], AbstractChannel]:
-    name = target.channel
-    assert name is not None  # a relay Target always names its channel
-    # No wait for a listener: the web confirms its subscription before it enqueues, so
-    # a relay without one has lost its client, and a backlog must not drain at one
-    # task per wait.
-    return lambda: RedisChannel(res.redis, name)
+    # The web relays the segment's log itself (web.dispatch.relay reads it through its
+    # LogMultiplexer): no PUBLISH beside each log write, no wait for a listener, and a
+    # relay whose client went away costs nothing. The target's channel name is unused.
+    return LogOnlyChannel
 
 
 def _pusher(target: Target, thread_id: str, res: Resources) -> Callable[[], AbstractChannel]:
@@ -77,7 +75,8 @@ def channel_factory(
     ``protocol``) and write its log (every delivery does, Pusher and Mercure as well as
     the relay)."""
     limits = LogLimits.from_settings(res.settings)
-    log = SegmentLog(res.redis, stream_id, thread_id, limits, protocol)
+    batching = LogBatching.from_settings(res.settings)
+    log = SegmentLog(res.redis, stream_id, thread_id, limits, protocol, batching=batching)
     build = CHANNELS[target.kind](target, thread_id, res)
     return lambda: build().into_segment(stream_id, log)
 

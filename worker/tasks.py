@@ -24,9 +24,10 @@ import redis
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
-from channels.backlog import started
+from channels.backlog import uncount
+from channels.liveness import heartbeat_key
 from channels.log import LogLimits
-from channels.stops import process_watcher, stopped_before_start
+from channels.stops import pending_stop_key, process_watcher
 from channels.turns import release_when_idle
 from shared.agent import Agent, Continuation
 from shared.agent.agent import Segment
@@ -65,8 +66,9 @@ from shared.protocols import adapter_factory, failure_frames
 from shared.protocols.agui.seed import agui_seed
 from shared.records import ACTIVE_STATUSES
 from shared.tools import redactions
+from worker import runlog
 from worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
-from worker.liveness import Heartbeat, Sweeper, holder_alive
+from worker.liveness import Heartbeat, Sweeper, beat_alive, holder_alive
 from worker.registration import relayline_task
 from worker.resources import Resources, resources
 from worker.targets import channel_factory, push_target, with_segment
@@ -77,7 +79,13 @@ logger = logging.getLogger("relayline.worker")
 AnyTask: TypeAlias = "Task[..., str]"
 
 
-def _agent(task: AnyTask, res: Resources, job: AnyJob, cancel: CancelToken | None = None) -> Agent:
+def _agent(
+    task: AnyTask,
+    res: Resources,
+    job: AnyJob,
+    cancel: CancelToken | None = None,
+    watched: bool = False,
+) -> Agent:
     spec = res.registry.spec(job.agent_id)
     agent = Agent(
         job.thread_id,
@@ -87,6 +95,7 @@ def _agent(task: AnyTask, res: Resources, job: AnyJob, cancel: CancelToken | Non
         lease_seconds=LEASE_SECONDS,
         executor=task.request.id,
         cancel=cancel,
+        stops_watched=watched,
     )
     agent.set_stream_adapter(adapter_factory(job.protocol, job.thread_id, _seed(job, res, spec)))
     agent.set_channel(channel_factory(_target(job), job.thread_id, res, _stream(job), job.protocol))
@@ -144,9 +153,8 @@ def _execute(
     task: AnyTask, job: AnyJob, build: Callable[[Agent, Resources], Segment | None]
 ) -> str:
     res = resources()
-    _left_broker(res, job)
     # Before our own beat is set: it would hide the holder's.
-    alive = _holder_alive(res, job.run_id)
+    alive, stopped = _before_start(res, job)
     # Read only when a holder lives (a fixed cost a turn with no other holder skips).
     record = res.store.run(job.thread_id, job.run_id) if alive else None
     if alive and record is not None and record.status == "running":
@@ -156,28 +164,30 @@ def _execute(
         _publish_failure(res, with_segment(job, res.redis), ELSEWHERE)
         return "held elsewhere"
     try:
-        stopped = _stopped_before_start(res, job)
         with _heartbeat(res, job, take=not alive):
             return _execute_beating(task, res, with_segment(job, res.redis), build, stopped)
     finally:
         _release_queued(res, job.thread_id)
 
 
-def _left_broker(res: Resources, job: AnyJob) -> None:
-    """The turn no longer waits in the broker: uncount it (channels.backlog)."""
-    if job.stream_id is None:
-        return  # a recovery: never counted
+def _before_start(res: Resources, job: AnyJob) -> tuple[bool, bool]:
+    """In one round trip (each was one, a fixed cost of every turn): uncount the turn,
+    which no longer waits in the broker (channels.backlog); whether a holder that may be
+    alive has the run's beat (worker.liveness); whether a stop came before the start."""
+    stream = job.stream_id  # None: a recovery, never counted nor stopped before start
+    pipe = res.redis.pipeline(transaction=False)
+    pipe.get(heartbeat_key(job.run_id))
+    if stream is not None:
+        pipe.exists(pending_stop_key(stream))
+        uncount(pipe, stream, job.owner)
     try:
-        started(res.redis, job.stream_id, job.owner)
+        replies = pipe.execute()
     except redis.RedisError:
-        logger.warning("could not uncount the started turn %s", job.stream_id)
-
-
-def _stopped_before_start(res: Resources, job: AnyJob) -> bool:
-    try:
-        return stopped_before_start(res.redis, job.stream_id)
-    except redis.RedisError:
-        return False  # the stop is lost with Redis; the run goes on, as if it came late
+        # Redis away: no beat can be read or kept; the run's compare-and-set still fences.
+        # The stop is lost with it; the run goes on, as if it came late.
+        logger.warning("could not uncount turn %s, read run %s's beat or stop", stream, job.run_id)
+        return False, False
+    return beat_alive(replies[0]), stream is not None and bool(replies[1])
 
 
 def _release_queued(res: Resources, thread_id: str) -> None:
@@ -217,9 +227,10 @@ def _goes_on(res: Resources, job: AnyJob, error: BaseException) -> bool:
 
 
 @contextlib.contextmanager
-def _stop_watch(res: Resources, run_id: str, stopped: bool) -> Iterator[CancelToken]:
+def _stop_watch(res: Resources, run_id: str, stopped: bool) -> Iterator[tuple[CancelToken, bool]]:
     """The run's stop signal, set by this process's watcher when a stop is announced
-    (``stopped``: a stop came before the task started: set from the start)."""
+    (``stopped``: a stop came before the task started: set from the start), and whether
+    the watcher watches it."""
     token = CancelToken()
     if stopped:
         token.set()
@@ -229,7 +240,7 @@ def _stop_watch(res: Resources, run_id: str, stopped: bool) -> Iterator[CancelTo
         logger.warning("could not watch run %s for stops; the record is still read", run_id)
         unwatch = None
     try:
-        yield token
+        yield token, unwatch is not None
     finally:
         if unwatch is not None:
             unwatch()
@@ -242,8 +253,8 @@ def _execute_beating(
     build: Callable[[Agent, Resources], Segment | None],
     stopped: bool = False,
 ) -> str:
-    with _stop_watch(res, job.run_id, stopped) as cancel:
-        return _execute_watched(task, res, job, build, cancel)
+    with _stop_watch(res, job.run_id, stopped) as (cancel, watched):
+        return _execute_watched(task, res, job, build, cancel, watched)
 
 
 def _execute_watched(
@@ -252,13 +263,15 @@ def _execute_watched(
     job: AnyJob,
     build: Callable[[Agent, Resources], Segment | None],
     cancel: CancelToken,
+    watched: bool = False,
 ) -> str:
     try:
-        agent = _agent(task, res, job, cancel)
+        agent = _agent(task, res, job, cancel, watched)
         segment = build(agent, res)
         if segment is None:
             return "nothing to do"
         state = drain(segment)
+        runlog.ended(task.request.id, state.status, state.attempt)
         _schedule_expiry(state, job)
         return state.status
     except RunFailedError:

@@ -56,6 +56,7 @@ class Agent:
         lease_seconds: float = 600.0,
         executor: str | None = None,
         cancel: CancelToken | None = None,
+        stops_watched: bool = False,
     ) -> None:
         if not is_thread_id(thread_id):
             raise InputTranslationError(invalid_thread_id(thread_id))
@@ -69,6 +70,9 @@ class Agent:
         self.executor = executor
         #: the stop signal its runs watch (the worker sets it when a stop arrives)
         self.cancel = cancel if cancel is not None else CancelToken()
+        #: a watcher sets ``cancel`` when a stop is announced (the worker's): a run this
+        #: Agent just admitted need not read its stop back before the first model call
+        self.stops_watched = stops_watched
         self._adapter_factory: AdapterFactory | None = None
         self._channel_factory: ChannelFactory | None = None
         self.on_channel_error: Callable[[BaseException], None] | None = None
@@ -114,7 +118,7 @@ class Agent:
         extra = self._checked_frontend_tools(frontend_tools)
 
         def admit() -> tuple[RunLoop, bool]:
-            record = self.store.begin_run(
+            record, history = self.store.admit_run(
                 self.thread_id,
                 run_id or new_id("run"),
                 owner=self.owner,
@@ -124,7 +128,16 @@ class Agent:
                 # Stamped in the same transaction: one commit before the first output.
                 checkpoint=self._stamped_checkpoint(Checkpoint()),
             )
-            return self._loop(record), True
+            loop = RunLoop(
+                self.spec,
+                self.store,
+                record,
+                self.lease_seconds,
+                self.cancel,
+                history=history,
+                admitted=self.stops_watched,
+            )
+            return loop, True
 
         return self._segment(admit)
 
@@ -227,7 +240,12 @@ class Agent:
             raise InputTranslationError("There is no persisted run to continue.")
         request = request_from_record(record)
         if request is None:
-            raise InputTranslationError("There is no current interruption to answer.")
+            # A well-formed answer that came too late or too early (the run went on, or
+            # is still running): a conflict with the run's state, not bad input.
+            raise WorkflowError(
+                f"Run '{record.run_id}' is {record.status}: there is no current "
+                "interruption to answer."
+            )
         return record, request
 
     def _stage(
@@ -240,13 +258,9 @@ class Agent:
             raise ExpiredError(f"Interrupt '{request.interrupt_id}' has expired.")
         if expect is ToolResultsRequest and isinstance(request, ApprovalRequest):
             first = ", ".join(f"'{a.id}'" for a in request.actions)
-            raise InputTranslationError(
-                f"Tool call {first} is awaiting approval, not execution results."
-            )
+            raise WorkflowError(f"Tool call {first} is awaiting approval, not execution results.")
         if expect is ApprovalRequest and isinstance(request, ToolResultsRequest):
-            raise InputTranslationError(
-                "The run waits for frontend tool results, not approval decisions."
-            )
+            raise WorkflowError("The run waits for frontend tool results, not approval decisions.")
         answers = answers_for(request)
         if not answers:
             raise InputTranslationError(NO_MATCH)

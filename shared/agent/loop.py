@@ -89,7 +89,14 @@ class RunLoop:
         record: RunRecord,
         lease_seconds: float,
         cancel: CancelToken | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        admitted: bool = False,
     ):
+        """``history``: the thread's messages as ``record`` was written with them (the
+        first model call reads none); ``admitted``: ``record`` was just created by this
+        process and a watcher sets ``cancel`` on a stop, so the first stop check needs
+        no read (the record holds no stop yet; one asked for since comes by the token)."""
         self.spec = spec
         self.store = store
         self.record = record
@@ -99,6 +106,8 @@ class RunLoop:
         self._answer: tuple[str, list[str], list[str], dict[str, Any]] = ("", [], [], {})
         #: set from another thread when a stop arrives; ``stopping`` also reads the record
         self.cancel = cancel if cancel is not None else CancelToken()
+        self._history = None if history is None else tuple(history)
+        self._stop_read = admitted
 
     # persistence ---------------------------------------------------------------
 
@@ -116,6 +125,7 @@ class RunLoop:
         checkpoint: Checkpoint | Unchanged = UNCHANGED,
         error: str | Unchanged | None = UNCHANGED,
         lease_expires_at: datetime | Unchanged | None = UNCHANGED,
+        fresh: bool = False,
     ) -> RunRecord:
         """Write the run (``Store.write_run``); the lease is renewed unless given."""
         self.record = self.store.write_run(
@@ -128,6 +138,7 @@ class RunLoop:
             checkpoint=checkpoint,
             error=error,
             lease_expires_at=self._lease() if lease_expires_at is UNCHANGED else lease_expires_at,
+            fresh=fresh,
         )
         return self.record
 
@@ -148,6 +159,9 @@ class RunLoop:
         worker's watcher missed, or one asked for before this process took the run)."""
         if self.cancel.is_set():
             return True
+        if self._stop_read:  # the record is the admission's own: nothing to read yet
+            self._stop_read = False
+            return False
         if self.record.stop_requested is not None or self.store.stop_requested(
             self.record.thread_id, self.record.run_id
         ):
@@ -214,7 +228,9 @@ class RunLoop:
 
     def _infer(self, step: int) -> Generator[Item, None, None]:
         message_id = new_id("msg")
-        history = tuple(self.store.messages(self.record.thread_id))
+        history, self._history = self._history, None  # only the first step's is known
+        if history is None:
+            history = tuple(self.store.messages(self.record.thread_id))
         request = ModelRequest(
             system_prompt=self.spec.system_prompt,
             messages=history,
@@ -267,8 +283,9 @@ class RunLoop:
                 "resultMessageId": new_id("msg"),
                 "calls": calls,
             }
+        # ``fresh``: the answer's id was made at this step's start (new_id), never stored.
         if calls:
-            self.write(append=[assistant], checkpoint=checkpoint, accepted=Accepted())
+            self.write(append=[assistant], checkpoint=checkpoint, accepted=Accepted(), fresh=True)
         else:  # the answer ends the turn: one commit for both (fewer commits per turn)
             self.write(
                 append=[assistant],
@@ -277,6 +294,7 @@ class RunLoop:
                 status="completed",
                 interrupt=None,
                 lease_expires_at=None,
+                fresh=True,
             )
         yield StepFinished("model", {"step": step})
         if usage is not None:

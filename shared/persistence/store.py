@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -23,6 +23,7 @@ from shared.errors import ConflictError, RunInFlightError
 from shared.interrupts import InterruptJSON
 from shared.jsonutil import dumps
 from shared.messages import Message
+from shared.persistence import statements
 from shared.persistence.schema import messages, runs, threads
 from shared.records import ACTIVE_STATUSES, Accepted, Checkpoint, RunStart, RunStatus
 
@@ -199,6 +200,9 @@ class Store:
         stored message id ``before`` (an unknown ``before`` gives an empty page)."""
         if limit is not None and limit < 1:
             raise ValueError("limit must be a positive integer.")
+        if limit is None and before is None:  # the whole history: the loop's read
+            with self.engine.connect() as conn:
+                return _messages(conn, thread_id)
         query = sa.select(messages).where(messages.c.thread_id == thread_id)
         with self.engine.connect() as conn:
             if before is not None:
@@ -215,12 +219,7 @@ class Store:
                 rows.reverse()
             else:
                 rows = list(conn.execute(query.order_by(messages.c.id)))
-        return [
-            Message.from_stored(
-                r.message_id, r.role, json.loads(r.content), json.loads(r.meta) if r.meta else None
-            )
-            for r in rows
-        ]
+        return [_message(r._mapping) for r in rows]
 
     def stored_message_ids(self, thread_id: str, ids: Iterable[str]) -> set[str]:
         """Which of ``ids`` name a message stored on the thread (an indexed lookup, one
@@ -248,12 +247,8 @@ class Store:
 
     def current_run(self, thread_id: str) -> RunRecord | None:
         """The thread's current run (one query)."""
-        query = sa.select(runs).join(
-            threads,
-            sa.and_(threads.c.id == runs.c.thread_id, threads.c.current_run_id == runs.c.run_id),
-        )
         with self.engine.connect() as conn:
-            row = conn.execute(query.where(threads.c.id == thread_id)).first()
+            row = conn.execute(statements.CURRENT_RUN, {"b_thread": thread_id}).first()
         return None if row is None else _run_record(row)
 
     def run(self, thread_id: str, run_id: str) -> RunRecord | None:
@@ -279,29 +274,42 @@ class Store:
         checkpoint: Checkpoint | None = None,
     ) -> RunRecord:
         """Make ``run_id`` the thread's current run, refusing while another is active."""
+        return self.admit_run(
+            thread_id,
+            run_id,
+            owner=owner,
+            start=start,
+            first_messages=first_messages,
+            lease_expires_at=lease_expires_at,
+            checkpoint=checkpoint,
+            history=False,
+        )[0]
+
+    def admit_run(
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        owner: str,
+        start: RunStart,
+        first_messages: Sequence[Message],
+        lease_expires_at: datetime,
+        checkpoint: Checkpoint | None = None,
+        history: bool = True,
+    ) -> tuple[RunRecord, list[Message]]:
+        """``begin_run``, and (``history``) the thread's messages as it leaves them, read
+        in the same transaction: a new turn's first model call needs no read of its own,
+        and a thread this call creates holds only ``first_messages`` (no read at all)."""
         now = utcnow()
         with self.engine.begin() as conn:
             found = _thread(conn, thread_id)
             if found is None:
-                conn.execute(
-                    threads.insert().values(id=thread_id, owner=owner, version=0, created=now)
-                )
-                found = ThreadRecord(thread_id, owner, None, 0)
-            if found.current_run_id is not None:
-                current = _run(conn, thread_id, found.current_run_id)
-                if current is not None and current.status in ACTIVE:
-                    raise RunInFlightError(_in_flight_message(current))
-            if _run(conn, thread_id, run_id) is not None:
-                raise ConflictError(f"Run '{run_id}' already exists on thread '{thread_id}'.")
-            moved = conn.execute(
-                threads.update()
-                .where(threads.c.id == thread_id, threads.c.version == found.version)
-                .values(current_run_id=run_id, version=found.version + 1)
-            )
-            if moved.rowcount != 1:
-                raise ConflictError(
-                    f"Another turn started on thread '{thread_id}' at the same time; retry.",
-                )
+                # A new thread: no run can exist on it (runs.thread_id references it),
+                # so it is inserted already pointing at the run.
+                row = {"id": thread_id, "owner": owner, "current_run_id": run_id}
+                conn.execute(statements.INSERT_THREAD, {**row, "version": 1, "created": now})
+            else:
+                self._make_current(conn, found, run_id)
             record = RunRecord(
                 thread_id=thread_id,
                 run_id=run_id,
@@ -316,9 +324,37 @@ class Store:
                 lease_expires_at=lease_expires_at,
                 updated=now,
             )
-            conn.execute(runs.insert().values(**_run_row(record), created=now))
-            _append(conn, thread_id, first_messages)
-            return record
+            conn.execute(statements.INSERT_RUN, {**_run_row(record), "created": now})
+            rows = _append(conn, thread_id, first_messages, known_none=found is None)
+            if not history:
+                return record, []
+            if found is None:
+                return record, [_message(row) for row in rows]
+            return record, _messages(conn, thread_id)
+
+    @staticmethod
+    def _make_current(conn: Connection, found: ThreadRecord, run_id: str) -> None:
+        """Point an existing thread at ``run_id`` unless another run is active on it."""
+        thread_id = found.id
+        if found.current_run_id is not None:
+            current = _run(conn, thread_id, found.current_run_id)
+            if current is not None and current.status in ACTIVE:
+                raise RunInFlightError(_in_flight_message(current))
+        if _run(conn, thread_id, run_id) is not None:
+            raise ConflictError(f"Run '{run_id}' already exists on thread '{thread_id}'.")
+        moved = conn.execute(
+            statements.MOVE_THREAD,
+            {
+                "b_thread": thread_id,
+                "b_version": found.version,
+                "current_run_id": run_id,
+                "version": found.version + 1,
+            },
+        )
+        if moved.rowcount != 1:
+            raise ConflictError(
+                f"Another turn started on thread '{thread_id}' at the same time; retry.",
+            )
 
     def write_run(
         self,
@@ -332,9 +368,11 @@ class Store:
         checkpoint: Checkpoint | Unchanged = UNCHANGED,
         error: str | Unchanged | None = UNCHANGED,
         lease_expires_at: datetime | Unchanged | None = UNCHANGED,
+        fresh: bool = False,
     ) -> RunRecord:
         """Compare-and-set the given fields onto the run (the others are kept);
-        ``append`` goes in the same transaction.
+        ``append`` goes in the same transaction (``fresh``: its ids were just made, so
+        none can be stored yet and none is looked up).
 
         Raises ConflictError (nothing written) when the run moved since ``record``."""
         updated = RunRecord(
@@ -356,20 +394,20 @@ class Store:
         )
         with self.engine.begin() as conn:
             moved = conn.execute(
-                runs.update()
-                .where(
-                    runs.c.thread_id == record.thread_id,
-                    runs.c.run_id == record.run_id,
-                    runs.c.version == record.version,
-                )
-                .values(**_run_row(updated))
+                statements.WRITE_RUN,
+                {
+                    **_run_row(updated),
+                    "b_thread": record.thread_id,
+                    "b_run": record.run_id,
+                    "b_version": record.version,
+                },
             )
             if moved.rowcount != 1:
                 raise ConflictError(
                     f"Run '{record.run_id}' on thread '{record.thread_id}' was changed by "
                     f"another process (attempt {record.attempt}); nothing was written.",
                 )
-            _append(conn, record.thread_id, append)
+            _append(conn, record.thread_id, append, known_none=fresh)
         return updated
 
     def request_stop(self, thread_id: str, run_id: str) -> RunRecord | None:
@@ -394,9 +432,7 @@ class Store:
         """Whether a stop was asked for the run (one indexed read of one column)."""
         with self.engine.connect() as conn:
             moment = conn.execute(
-                sa.select(runs.c.stop_requested).where(
-                    runs.c.thread_id == thread_id, runs.c.run_id == run_id
-                )
+                statements.STOP_REQUESTED, {"b_thread": thread_id, "b_run": run_id}
             ).scalar()
         return moment is not None
 
@@ -432,16 +468,14 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _thread(conn: Connection, thread_id: str) -> ThreadRecord | None:
-    row = conn.execute(sa.select(threads).where(threads.c.id == thread_id)).first()
+    row = conn.execute(statements.THREAD, {"b_thread": thread_id}).first()
     if row is None:
         return None
     return ThreadRecord(row.id, row.owner, row.current_run_id, row.version)
 
 
 def _run(conn: Connection, thread_id: str, run_id: str) -> RunRecord | None:
-    row = conn.execute(
-        sa.select(runs).where(runs.c.thread_id == thread_id, runs.c.run_id == run_id)
-    ).first()
+    row = conn.execute(statements.RUN, {"b_thread": thread_id, "b_run": run_id}).first()
     return None if row is None else _run_record(row)
 
 
@@ -480,18 +514,36 @@ def _run_row(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def _append(conn: Connection, thread_id: str, items: Iterable[Message]) -> None:
+def _message(row: Mapping[Any, Any]) -> Message:
+    meta = row["meta"]
+    return Message.from_stored(
+        row["message_id"],
+        row["role"],
+        json.loads(row["content"]),
+        json.loads(meta) if meta else None,
+    )
+
+
+def _messages(conn: Connection, thread_id: str) -> list[Message]:
+    rows = conn.execute(statements.MESSAGES, {"b_thread": thread_id})
+    return [_message(r._mapping) for r in rows]
+
+
+def _append(
+    conn: Connection, thread_id: str, items: Iterable[Message], *, known_none: bool = False
+) -> list[dict[str, Any]]:
+    """Insert the messages not yet stored on the thread; the rows inserted.
+    ``known_none``: none can be stored (a thread created in this transaction, ids just
+    made): no lookup."""
     items = list(items)
     if not items:
-        return
-    known = set(
-        conn.execute(
-            sa.select(messages.c.message_id).where(
-                messages.c.thread_id == thread_id,
-                messages.c.message_id.in_([m.id for m in items]),
-            )
-        ).scalars()
-    )
+        return []
+    known: set[str] = set()
+    if not known_none:
+        ids = [m.id for m in items]
+        known.update(
+            conn.execute(statements.STORED_IDS, {"b_thread": thread_id, "b_ids": ids}).scalars()
+        )
     now = utcnow()
     rows = []
     for item in items:
@@ -509,7 +561,8 @@ def _append(conn: Connection, thread_id: str, items: Iterable[Message]) -> None:
             }
         )
     if rows:
-        conn.execute(messages.insert(), rows)
+        conn.execute(statements.INSERT_MESSAGES, rows)
+    return rows
 
 
 def _in_flight_message(current: RunRecord) -> str:

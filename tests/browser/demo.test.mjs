@@ -7,8 +7,9 @@
  * Run by tests/integration/test_demo_page.py against a real stack (web app, Celery
  * worker, Redis, SQLite; for push, a real soketi and a real Mercure hub) serving the
  * demo agent (relayline/demo.py). Without deliveries it walks the relay journey (backend
- * tool, frontend tool, approve, reload mid-approval, reject, new conversation) on a
- * server that offers no push delivery. With deliveries (relay, mercure, pusher) it
+ * tool, frontend tool, approve, reload mid-approval, reject, new conversation, stop,
+ * the conversation list, then resume: a reload mid-answer, a second tab following the
+ * running answer, a dropped connection) on a server that offers no push delivery. With deliveries (relay, mercure, pusher) it
  * starts a fresh conversation per delivery, chooses it, and drives a frontend tool and
  * an approval through it, watching the page's network traffic to prove which way the
  * output came; each gets a screenshot `<screenshot>-<delivery>.png`.
@@ -182,7 +183,87 @@ async function journey(page) {
   assert.equal(await currentThread(page), threadId, 'deleting another conversation keeps this one');
   step('conversation list: open an earlier one, delete another');
 
-  return { threadId, freshThreadId: fresh, storyThreadId, title, reason, partial };
+  return { threadId, freshThreadId: fresh, storyThreadId, title, reason, partial, ...(await resume(page)) };
+}
+
+/** The answers drawn on `page`, one string per assistant text block. */
+const answers = (page) => page.locator('.msg.assistant p.text').allTextContents();
+const STORY_END = 'until morning.';
+
+/** A 200 answer of GET <mount>api/threads/<thread>/stream (a resume), on `page`. */
+function resumedStream(page, thread) {
+  const path = `/api/threads/${thread}/stream`;
+  return page.waitForResponse((r) => new URL(r.url()).pathname.endsWith(path) && r.status() === 200);
+}
+
+/**
+ * Resume: a reload mid-answer follows the running answer through the thread's stream
+ * in place of the partial one; a second tab on the conversation follows the next
+ * answer live; a relayed stream cut mid-answer is resumed from its last sequence.
+ */
+async function resume(page) {
+  // Reload while the story is being told: the page asks for the thread's stream and
+  // draws the answer once, to its end.
+  await page.getByRole('button', { name: 'New conversation' }).click();
+  const resumeThreadId = await currentThread(page);
+  await send(page, 'Tell me a story');
+  await answer(page, 'Once upon a time').waitFor();
+  const reloaded = resumedStream(page, resumeThreadId);
+  await page.reload({ waitUntil: 'load' });
+  assert.equal(await currentThread(page), resumeThreadId);
+  await reloaded; // the old page only polled, and redrew the answer once it had ended
+  await answer(page, STORY_END).waitFor();
+  const resumed = await answers(page);
+  assert.equal(resumed.length, 1, `one answer, drawn once: ${JSON.stringify(resumed)}`);
+  assert.ok(resumed[0].startsWith('Once upon a time'));
+  assert.equal(await page.locator('.msg').count(), 2, 'one question, one answer');
+  step('reload mid-answer resumes the same answer');
+
+  // A second tab on the same conversation (the saved thread id) is idle; the first tab
+  // asks for another story, and the second tab shows it live, through the stream.
+  const second = await page.context().newPage();
+  watchProblems(second);
+  await open(second);
+  assert.equal(await currentThread(second), resumeThreadId);
+  await answer(second, STORY_END).waitFor(); // history redrawn
+  const followed = resumedStream(second, resumeThreadId);
+  await send(page, 'Tell me another story');
+  await followed;
+  const bubbles = (tab) => tab.locator('.msg.assistant').filter({ hasText: STORY_END });
+  await bubbles(page).nth(1).waitFor();
+  await bubbles(second).nth(1).waitFor();
+  const tabs = [await answers(page), await answers(second)];
+  assert.deepEqual(tabs[1], tabs[0], 'both tabs show the same answers');
+  assert.equal(tabs[0].length, 2);
+  await second.close();
+  step('a second tab follows the running answer live');
+
+  // A relayed answer whose connection drops mid-answer: the POST's body is cut after
+  // half its frames (fault injection), and the page resumes with ?after=<last id>.
+  await page.getByRole('button', { name: 'New conversation' }).click();
+  const dropThreadId = await currentThread(page);
+  const posted = (url) => url.pathname.endsWith(`/api/threads/${dropThreadId}/messages`);
+  let cut = null;
+  await page.route(posted, async (route) => {
+    const response = await route.fetch(); // the whole segment, once the run has ended
+    const frames = (await response.text()).split('\n\n').filter((frame) => frame.includes('data:'));
+    const kept = frames.slice(0, Math.floor(frames.length / 2));
+    cut = kept.at(-1).match(/^id: (\d+)$/m)[1];
+    await route.fulfill({ response, body: kept.map((frame) => `${frame}\n\n`).join('') });
+  });
+  const resumedAfter = page.waitForRequest((r) => new URL(r.url()).pathname.endsWith(
+    `/api/threads/${dropThreadId}/stream`,
+  ));
+  await send(page, 'Tell me a story');
+  const request = await resumedAfter;
+  await answer(page, STORY_END).waitFor();
+  await page.unroute(posted);
+  assert.equal(new URL(request.url()).searchParams.get('after'), cut, 'resumed after the cut');
+  const dropped = await answers(page);
+  assert.equal(dropped.length, 1, `one answer, drawn once: ${JSON.stringify(dropped)}`);
+  step('a dropped connection resumes from the last sequence');
+
+  return { resumeThreadId, resumed: resumed[0], tabs, dropThreadId, dropped: dropped[0] };
 }
 
 /**
@@ -272,13 +353,19 @@ function watchTraffic(page) {
   };
 }
 
-async function run(page) {
-  const problems = [];
+/** Page errors and console errors of every tab the run opens. */
+const problems = [];
+
+function watchProblems(page) {
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   page.on('console', (message) => {
     if (message.type() !== 'error' || olderServerWithoutConfig(message)) return;
     problems.push(`console error: ${message.text()} (${message.location().url})`);
   });
+}
+
+async function run(page) {
+  watchProblems(page);
   const result = deliveries.length ? await pushDeliveries(page) : await journey(page);
   assert.deepEqual(problems, []);
   console.log(`RESULT ${JSON.stringify(result)}`);

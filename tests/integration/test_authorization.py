@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
 
+from channels import ActiveSegment, LogLimits, LogOnlyChannel, SegmentLog, announce
 from shared.auth import mint_token
+from shared.events import ProtocolEvent
+from shared.ids import new_stream_id
 from shared.persistence import Store
 from shared.settings import Settings
 from web import create_app
@@ -107,3 +111,82 @@ def test_a_thread_is_listed_and_deleted_by_its_owner_only(client: FlaskClient) -
     for path in READS:
         assert client.get(path, headers=bearer("ann")).status_code == 404
     assert client.delete("/api/threads/ann-thread", headers=bearer("ann")).status_code == 404
+
+
+#: what the running segments below carry: their owner reads it, nobody else
+SECRET_WORDS = "ann's words in flight"
+
+#: a running segment's first events in each protocol, as its worker's channel logs them
+SEGMENT_EVENTS = {
+    "native": [
+        ProtocolEvent("step-started", {"name": "model", "metadata": {"step": 1}}),
+        ProtocolEvent("text", {"messageId": "m1", "content": SECRET_WORDS}),  # after 0
+    ],
+    "vercel": [
+        ProtocolEvent("start", {"messageId": "m1"}),
+        ProtocolEvent("text-start", {"id": "t1"}),
+        ProtocolEvent("text-delta", {"id": "t1", "delta": SECRET_WORDS}),
+    ],
+    "agui": [
+        ProtocolEvent("RUN_STARTED", {"threadId": "ann-thread", "runId": "run_1"}),
+        ProtocolEvent("TEXT_MESSAGE_START", {"messageId": "m1", "role": "assistant"}),
+        ProtocolEvent("TEXT_MESSAGE_CONTENT", {"messageId": "m1", "delta": SECRET_WORDS}),
+    ],
+}
+
+#: every route that resumes or connects to a thread's running segment, by its protocol
+RESUMES = [
+    ("native", "GET", "/api/threads/ann-thread/stream", None),
+    ("native", "GET", "/api/threads/ann-thread/stream?after=0", None),
+    ("vercel", "GET", "/api/chat/ann-thread/stream", None),
+    ("agui", "POST", "/agui/connect", {"threadId": "ann-thread"}),
+    ("agui", "POST", "/agent/default/connect", {"threadId": "ann-thread"}),
+]
+
+
+def start_segment(client: FlaskClient, protocol: str) -> None:
+    """A running segment of ann's thread in ``protocol``: announced as the web does at
+    enqueue and written to its log through the channel a worker writes with (no
+    transport behind it), with no terminal yet."""
+    assert client.application is not None
+    redis = client.application.extensions["relayline"].redis
+    limits = LogLimits(retention=60, max_age=600, max_events=100)
+    stream_id = new_stream_id()
+    announce(redis, "ann-thread", ActiveSegment(protocol, stream_id), limits)
+    log = SegmentLog(redis, stream_id, "ann-thread", limits, protocol)
+    channel = LogOnlyChannel().into_segment(stream_id, log)
+    for event in SEGMENT_EVENTS[protocol]:
+        channel.send(event)
+
+
+def read_until(response: TestResponse, words: str, limit: int = 50) -> str:
+    """The streamed body read chunk by chunk until it holds ``words`` (the segment has
+    no end yet, so the stream stays open after them)."""
+    seen = ""
+    for index, chunk in enumerate(response.response):
+        seen += chunk.decode() if isinstance(chunk, bytes) else str(chunk)
+        if words in seen or index >= limit:
+            break
+    return seen
+
+
+@pytest.mark.parametrize(("protocol", "method", "path", "body"), RESUMES)
+def test_a_running_segment_is_resumed_and_connected_to_by_its_owner_only(
+    client: FlaskClient, protocol: str, method: str, path: str, body: object
+) -> None:
+    start_segment(client, protocol)
+    owner = client.open(path, method=method, json=body, headers=bearer("ann"))
+    try:
+        assert owner.status_code == 200
+        assert SECRET_WORDS in read_until(owner, SECRET_WORDS)
+    finally:
+        owner.close()
+    # Someone else learns nothing: not the segment, not that it runs, not by a cursor.
+    for headers in (bearer("bob"), {**bearer("bob"), "Last-Event-ID": "0"}):
+        other = client.open(path, method=method, json=body, headers=headers)
+        assert other.status_code == 404, path
+        assert other.get_json() == {
+            "error": "Thread 'ann-thread' was not found.",
+            "type": "NotFound",
+        }
+    assert client.open(path, method=method, json=body).status_code == 401

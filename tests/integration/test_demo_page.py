@@ -116,7 +116,7 @@ def test_demo_page_in_chromium(demo_stack: str, node: str, tmp_path: Path) -> No
     )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     steps = [line for line in done.stdout.splitlines() if line.startswith("ok - ")]
-    assert len(steps) == 9, done.stdout
+    assert len(steps) == 12, done.stdout
     assert screenshot.is_file()
     assert screenshot.read_bytes()[:8] == PNG_SIGNATURE
 
@@ -151,6 +151,29 @@ def test_demo_page_in_chromium(demo_stack: str, node: str, tmp_path: Path) -> No
     listed = requests.get(f"{demo_stack}/api/threads", timeout=10).json()["threads"]
     assert {result["threadId"], result["freshThreadId"]} <= {t["threadId"] for t in listed}
     assert result["storyThreadId"] not in {t["threadId"] for t in listed}
+    assert_resumed_as_stored(demo_stack, result)
+
+
+def answers(base_url: str, thread_id: str) -> list[str]:
+    """The stored answers of a thread: the text of each assistant message."""
+    history = requests.get(f"{base_url}/api/chat/{thread_id}", timeout=10).json()["messages"]
+    return [
+        "".join(part["text"] for part in message["parts"] if part["type"] == "text")
+        for message in history
+        if message["role"] == "assistant"
+    ]
+
+
+def assert_resumed_as_stored(base_url: str, result: dict[str, Any]) -> None:
+    """What the pages drew while resuming is exactly what the server stored: the story
+    resumed after a reload, the two answers both tabs showed, the answer whose stream
+    was cut and resumed from its last sequence."""
+    stories = answers(base_url, result["resumeThreadId"])
+    assert len(stories) == 2
+    assert stories[0] == result["resumed"]
+    assert stories[0].startswith("Once upon a time") and stories[0].endswith("until morning.")
+    assert result["tabs"] == [stories, stories]
+    assert answers(base_url, result["dropThreadId"]) == [result["dropped"]] == [stories[0]]
 
 
 @pytest.fixture(scope="module")
@@ -195,11 +218,12 @@ def test_demo_page_under_a_prefix_in_chromium(
         check=False,
     )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
-    assert len([line for line in done.stdout.splitlines() if line.startswith("ok - ")]) == 9
+    assert len([line for line in done.stdout.splitlines() if line.startswith("ok - ")]) == 12
     result: dict[str, Any] = json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0])
     thread = requests.get(f"{prefixed_demo}/ai/api/threads/{result['threadId']}", timeout=10)
     assert thread.json()["run"]["status"] == "completed"
     assert requests.get(f"{prefixed_demo}/api/threads/{result['threadId']}").status_code == 404
+    assert_resumed_as_stored(f"{prefixed_demo}/ai", result)
 
 
 # ---------------------------------------------------------------------------------------

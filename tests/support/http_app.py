@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
@@ -42,3 +43,10 @@ def thread_count(store: Store) -> int:
 
     with store.engine.connect() as connection:
         return int(connection.execute(sa.text("SELECT count(*) FROM threads")).scalar_one())
+
+
+def assert_queue_full(status: int, headers: Any, body: dict[str, Any]) -> None:
+    """The admission refusal (web.admission): 429, Retry-After and the usual JSON."""
+    assert status == 429, body
+    assert headers["Retry-After"].isdigit()
+    assert set(body) == {"error", "type"} and body["type"] == "QueueFullError"

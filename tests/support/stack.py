@@ -21,6 +21,7 @@ from typing import Any
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from shared.settings import Settings
+from tests.support.orphan_guard import guarded
 from web import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,22 +65,24 @@ class Worker:
         if concurrency is not None:
             env["RELAYLINE_WORKER_CONCURRENCY"] = str(concurrency)
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "worker.app",
-                "worker",
-                "-n",
-                f"{name}@%h",
-                "--pool",
-                pool,
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-            ],
+            guarded(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "worker.app",
+                    "worker",
+                    "-n",
+                    f"{name}@%h",
+                    "--pool",
+                    pool,
+                    "--loglevel",
+                    "INFO",
+                    "--without-gossip",
+                    "--without-mingle",
+                ]
+            ),
             cwd=ROOT,
             env=env,
             stdout=self._log_handle,

@@ -13,6 +13,7 @@ from pathlib import Path
 import requests
 
 from relayline.cli import web_command
+from tests.support.orphan_guard import guarded
 from tests.support.soketi import free_port
 from tests.support.stack import ROOT
 
@@ -23,7 +24,7 @@ class WebProcess:
         self.log = log_dir / f"{name}.log"
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
-                web_command("127.0.0.1", self.port),
+                guarded(web_command("127.0.0.1", self.port)),
                 cwd=ROOT,
                 env=env,
                 stdout=log,
@@ -36,16 +37,16 @@ class WebProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _wait_ready(self, timeout: float = 30.0) -> None:
+    def _wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited: {self.log.read_text()[-2000:]}")
             try:
-                if requests.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                if requests.get(f"{self.url}/healthz", timeout=5).status_code == 200:
                     return
-            except requests.ConnectionError:
-                pass
+            except (requests.ConnectionError, requests.Timeout):
+                pass  # not listening yet, or its worker is still booting (a loaded machine)
             time.sleep(0.1)  # polling a starting server, bounded by the deadline
         raise RuntimeError(f"gunicorn not ready in {timeout}s: {self.log.read_text()[-2000:]}")
 

