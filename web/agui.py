@@ -24,6 +24,7 @@ from web.bounds import check_agui
 from web.dispatch import current_run, deliver, json_body, refuse_replay
 from web.multitask import make_room, strategy
 from web.recovering import ShownStatus, shown_status
+from web.schemas import RunAgentInputBody, parse_body
 from web.services import services
 from web.stop import disconnect_policy
 
@@ -47,9 +48,7 @@ def _run(agent_id: str) -> Response:
     user = current_user()
     thread = thread_for(payload.get("threadId"), user)
     thread_id = str(payload["threadId"])
-    client_messages = payload.get("messages")
-    if not isinstance(client_messages, list):
-        raise BadRequest("'messages' must be a list.")
+    client_messages = parse_body(RunAgentInputBody, payload).messages
     state = payload.get("state")
     translator = agui.AGUIInputTranslator()
     agent = Agent(thread_id, spec, services().store, owner=user)

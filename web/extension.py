@@ -23,6 +23,7 @@ from web import (
     health,
     metrics,
     native,
+    openapi,
     push,
     segments,
     stop,
@@ -114,6 +115,7 @@ def _mount() -> Blueprint:
         threads,
         push,
         demo,
+        openapi,
     )
     for module in blueprints:
         parent.register_blueprint(module.bp)

@@ -12,14 +12,11 @@ from shared.ids import new_id, new_run_id
 from shared.jobs import ContinueJob, TurnJob, UserTurn
 from web.auth import current_user, thread_for
 from web.bounds import MAX_MESSAGE_CHARS, check_answers, check_size
-from web.dispatch import (
-    current_run,
-    deliver,
-    json_body,
-)
+from web.dispatch import current_run, deliver
 from web.multitask import make_room, strategy
 from web.recovering import shown_status
 from web.resume import active_reader, resumed_response
+from web.schemas import AnswersBody, NativeMessageBody, parse_body
 from web.services import services
 
 bp = Blueprint("native", __name__)
@@ -35,9 +32,9 @@ def _agent(thread_id: str, *, must_exist: bool) -> Agent:
 def post_message(thread_id: str) -> Response:
     user = current_user()
     thread = thread_for(thread_id, user)
-    content = json_body().get("content")
-    if not isinstance(content, str) or not content.strip():
-        raise InputTranslationError("The body needs a non-empty string 'content'.")
+    content = parse_body(NativeMessageBody).content
+    if not content.strip():  # the model refuses a missing or empty one; blank is refused here
+        raise InputTranslationError(NativeMessageBody.refusals["content"])
     check_size(content, MAX_MESSAGE_CHARS, "'content'")
     chosen = strategy(services().registry.spec())
     now = make_room(thread_id, current_run(thread), chosen)
@@ -66,7 +63,7 @@ def _continue(staged: Continuation, agent: Agent) -> Response:
 @bp.post("/api/threads/<thread_id>/tool-results")
 def post_tool_results(thread_id: str) -> Response:
     agent = _agent(thread_id, must_exist=True)
-    body = json_body()
+    body = parse_body(AnswersBody).root
     check_answers(body)
     return _continue(agent.submit_tool_results(body), agent)
 
@@ -74,7 +71,7 @@ def post_tool_results(thread_id: str) -> Response:
 @bp.post("/api/threads/<thread_id>/approvals")
 def post_approvals(thread_id: str) -> Response:
     agent = _agent(thread_id, must_exist=True)
-    body = json_body()
+    body = parse_body(AnswersBody).root
     check_answers(body)
     return _continue(agent.submit_approval_decisions(body), agent)
 
@@ -116,9 +113,10 @@ def resume_stream(thread_id: str) -> Response:
 
 
 def _cursor() -> int:
-    raw = request.headers.get("Last-Event-ID") or request.args.get("after")
-    if raw is None:
-        return -1
-    if not raw.strip().lstrip("-").isdigit() or int(raw) < -1:
-        raise BadRequest("The cursor (Last-Event-ID or 'after') must be a sequence number.")
-    return int(raw)
+    """``Last-Event-ID``, else ``?after``; both are checked when both are sent."""
+    given = [request.headers.get("Last-Event-ID"), *request.args.getlist("after")]
+    found = [raw for raw in given if raw is not None]
+    for raw in found:
+        if not raw.strip().lstrip("-").isdigit() or int(raw) < -1:
+            raise BadRequest("The cursor (Last-Event-ID or 'after') must be a sequence number.")
+    return int(found[0]) if found else -1

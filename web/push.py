@@ -15,15 +15,16 @@ from channels.mercure import subscriber_token, thread_topic
 from channels.pusher import pusher_client
 from shared.texts import delivery_not_configured, thread_not_found
 from web.auth import check_thread_id, current_user, thread_for
+from web.schemas import PUSHER_CHANNEL_PATTERN, SOCKET_ID_PATTERN
 from web.services import services
 
 bp = Blueprint("push", __name__)
 
 #: seconds a Mercure subscriber token stays valid (EventSource reconnects reuse it)
 TOKEN_TTL = 3600
-_PUSHER_CHANNEL = re.compile(r"^private-(?:encrypted-)?thread-(.+)$")
-#: Pusher's socket id format; ASCII digits only (``\d`` would take other scripts' digits)
-_SOCKET_ID = re.compile(r"[0-9]{1,20}\.[0-9]{1,20}")
+# The patterns the description documents (web.schemas.PusherAuthForm).
+_PUSHER_CHANNEL = re.compile(PUSHER_CHANNEL_PATTERN)
+_SOCKET_ID = re.compile(SOCKET_ID_PATTERN)
 
 
 def _claim(thread_id: str) -> str:

@@ -29,8 +29,8 @@ from channels.stops import announce_stop, stop_before_start
 from shared.agent.stop import StopOutcome, stop_thread, wait_stopped
 from shared.jobs import DEFAULT_AGENT
 from web.auth import current_user, thread_for
-from web.bounds import MAX_ID_CHARS, json_body
 from web.recovering import ShownStatus, shown_status
+from web.schemas import ChatStopBody, parse_body
 from web.sending import release_if_idle
 from web.services import Services, services
 
@@ -120,10 +120,8 @@ def cancel_native(thread_id: str) -> Response:
 @bp.post("/api/chat/<thread_id>/stop")
 def stop_chat(thread_id: str) -> Response:
     thread_for(thread_id, current_user(), must_exist=True)
-    body = json_body() if request.get_data() else {}
-    stream_id = body.get("activeStreamId")
-    if stream_id is not None and (not isinstance(stream_id, str) or len(stream_id) > MAX_ID_CHARS):
-        raise BadRequest(f"'activeStreamId' must be a string of at most {MAX_ID_CHARS} characters.")
+    body = parse_body(ChatStopBody) if request.get_data() else ChatStopBody()
+    stream_id = body.activeStreamId
     svc = services()
     if stream_id is not None and not _is_active(svc, thread_id, stream_id):
         return jsonify({"success": True, "stopped": False})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
-from werkzeug.exceptions import BadRequest
 
 from channels.log import LogGoneError
 from shared.agent import Agent
@@ -17,6 +16,7 @@ from web.bounds import check_vercel
 from web.dispatch import current_run, deliver, json_body, refuse_replay
 from web.multitask import make_room, strategy
 from web.resume import active_reader, resumed_response
+from web.schemas import ChatBody, parse_body
 from web.services import services
 
 bp = Blueprint("vercel", __name__)
@@ -30,8 +30,7 @@ def post_chat() -> Response:
     thread = thread_for(payload.get("id"), user)
     thread_id = str(payload["id"])
     agent = Agent(thread_id, services().registry.spec(), services().store, owner=user)
-    if payload.get("trigger", "submit-message") != "submit-message":
-        raise BadRequest("Only trigger 'submit-message' is supported.")
+    parse_body(ChatBody, payload)  # the trigger and the shape (sizes: check_vercel)
     translator = VercelAIInputTranslator()
     if translator.is_continuation(payload):
         staged = agent.submit_inputs(payload, translator)

@@ -136,14 +136,17 @@ class WebServer:
 
 @contextmanager
 def running_stack(
-    env: dict[str, str], workers: int = 1, pool: str = DEFAULT_POOL
+    env: dict[str, str],
+    workers: int = 1,
+    pool: str = DEFAULT_POOL,
+    test_config: dict[str, Any] | None = None,
 ) -> Iterator[tuple[WebServer, list[Worker]]]:
     started: list[Worker] = []
     web: WebServer | None = None
     try:
         for index in range(workers):
             started.append(Worker(env, f"w{index}", pool=pool))
-        web = WebServer(env)
+        web = WebServer(env, test_config)
         yield web, started
     finally:
         if web is not None:

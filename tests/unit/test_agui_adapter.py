@@ -66,7 +66,6 @@ def test_headers() -> None:
     assert AGUIAdapter("t").headers() == {
         "Content-Type": "text/event-stream",
         "Cache-Control": "no-cache",
-        "Connection": "keep-alive",
         "X-Accel-Buffering": "no",
     }
 

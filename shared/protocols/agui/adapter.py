@@ -88,10 +88,12 @@ class AGUIAdapter(StreamAdapter):
         self._args: dict[str, list[str]] = {}  # buffered argument deltas by call id
         self._parents: dict[str, str] = {}  # call id -> assistant message id
 
+    # No "Connection": a WSGI app must not set hop-by-hop headers (PEP 3333). The
+    # server owns the connection: werkzeug's closes it after every response, and a
+    # client told "keep-alive" sent its next request into that closing socket and hung.
     HEADERS: ClassVar[Mapping[str, str]] = {
         "Content-Type": "text/event-stream",
         "Cache-Control": "no-cache",
-        "Connection": "keep-alive",
         "X-Accel-Buffering": "no",
     }
 
