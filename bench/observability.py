@@ -25,7 +25,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from relay import (
-    PRODUCTION_APP,
     ROOT,
     Row,
     gunicorn,
@@ -59,7 +58,7 @@ def stack(url: str, logdir: Path, observed: bool, receiver_url: str) -> Iterator
         }
     worker = Worker(env, f"bench-{'on' if observed else 'off'}")
     try:
-        with gunicorn(PRODUCTION_APP, env, logdir, "/healthz") as server:
+        with gunicorn(env, logdir) as server:
             yield server.port
     finally:
         worker.stop()

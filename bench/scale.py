@@ -50,7 +50,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from relay import (
-    PRODUCTION_APP,
     ROOT,
     Row,
     cpu_seconds,
@@ -297,7 +296,7 @@ def stack(
         }
         with (
             workers(env, config.workers, concurrency, logdir) as started,
-            gunicorn(PRODUCTION_APP, env, logdir, "/healthz", workers=config.webs) as web,
+            gunicorn(env, logdir, workers=config.webs) as web,
         ):
             yield web.port, started.pids, [*started.pids, *web.workers]
 

@@ -27,7 +27,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from relay import (
-    PRODUCTION_APP,
     ROOT,
     Row,
     gunicorn,
@@ -106,7 +105,7 @@ def run(stops: int) -> list[Row]:
         pace: list[int] = []
         worker = Worker(env, "bench")
         try:
-            with gunicorn(PRODUCTION_APP, env, logdir, "/healthz") as server:
+            with gunicorn(env, logdir) as server:
                 for index in range(WARMUP + stops):
                     found = one_stop(server.port, f"stop-{index}-{uuid.uuid4().hex[:8]}")
                     if index >= WARMUP:
