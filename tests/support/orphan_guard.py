@@ -13,12 +13,17 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 
 PR_SET_PDEATHSIG = 1
 
 
 def guarded(command: list[str]) -> list[str]:
-    """``command`` wrapped so that it is killed when this process exits."""
+    """``command`` wrapped so that it is killed when this process exits. Only from the
+    main thread: Linux sends the signal when the *thread* that started the child ends,
+    so a worker started by a request handler (a restart endpoint) would die with it."""
+    if threading.current_thread() is not threading.main_thread():
+        return command
     return [sys.executable, "-m", "tests.support.orphan_guard", str(os.getpid()), *command]
 
 
