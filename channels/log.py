@@ -168,17 +168,22 @@ def split_entry(value: bytes) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class LogBatching:
-    """How a worker batches envelopes into log entries: the first envelope after
-    ``linger`` seconds without a write goes out at once, later ones wait at most
-    ``linger`` and go out together, as one entry of at most ``max_envelopes`` envelopes
-    or about ``max_chars`` characters (a terminal goes out at once, with what waits)."""
+    """How a worker batches envelopes into log entries (group commit): an envelope
+    more than ``linger`` seconds after the last write goes out at once, in the caller;
+    one sooner is handed to the process's flusher, which writes it after at most
+    ``gather`` seconds (0: as soon as the write before it is done) together with every
+    envelope that arrived meanwhile, as one entry of at most ``max_envelopes``
+    envelopes or about ``max_chars`` characters. A terminal goes out at once, with
+    what waits. So a lone event costs no wait, and a burst costs one round trip per
+    write instead of one per event."""
 
     linger: float = 0.005
     max_chars: int = 256 * 1024
     max_envelopes: int = 1000
+    gather: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.linger < 0 or self.max_chars < 1 or self.max_envelopes < 1:
+        if self.linger < 0 or self.gather < 0 or self.max_chars < 1 or self.max_envelopes < 1:
             raise ChannelConfigError("Log batching linger and entry caps must be positive.")
 
     @classmethod
@@ -188,13 +193,15 @@ class LogBatching:
 
 class SegmentLog:
     """Appends one segment's envelopes to its log (a channel calls ``append`` for every
-    envelope it builds), batched: one XADD per ``batching.linger`` at most, its field
-    ``e`` holding that stretch's envelopes joined by newlines (compact JSON has none),
-    so every event keeps its own envelope and sequence.
+    envelope it builds), batched as LogBatching says: each XADD's field ``e`` holds the
+    envelopes written together, joined by newlines (compact JSON has none), so every
+    event keeps its own envelope and sequence.
 
-    Thread-safe: the process's flusher writes a buffer that no later append wrote. A
-    failed write (here or in the flusher) is raised by this and every later append
-    (AbstractChannel then stops logging): what it held is lost, never written late."""
+    Thread-safe: the process's flusher writes what appends handed it. Appends take only
+    the buffer's lock, never the one a write holds over its round trip, so a burst
+    gathers while a write is in flight. A failed write (here or in the flusher) is
+    raised by this and every later append (AbstractChannel then stops logging): what it
+    held is lost, never written late."""
 
     def __init__(
         self,
@@ -217,8 +224,10 @@ class SegmentLog:
         self.key = log_key(stream_id)
         self._started = False
         self._release = client.register_script(_RELEASE)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the buffer, its terminal flag, the schedule
+        self._writing = threading.Lock()  # one write at a time, in order
         self._buffer: list[str] = []
+        self._terminal = False
         self._chars = 0
         self._last_write = -math.inf
         self._scheduled = False
@@ -235,41 +244,51 @@ class SegmentLog:
                 raise self._error
             self._buffer.append(envelope)
             self._chars += len(envelope)
-            if (
+            self._terminal = self._terminal or terminal
+            now = time.monotonic()
+            if not (
                 terminal
                 or len(self._buffer) >= batching.max_envelopes
                 or self._chars >= batching.max_chars
-                or time.monotonic() - self._last_write >= batching.linger
+                or (not self._scheduled and now - self._last_write >= batching.linger)
             ):
-                self._write(terminal)
-            elif not self._scheduled:
-                self._scheduled = True
-                self.flusher.at(self._last_write + batching.linger, self._write_due)
+                if not self._scheduled:
+                    self._scheduled = True
+                    self.flusher.at(now + batching.gather, self._write_due)
+                return
+        self._write()
 
     def _write_due(self) -> None:
-        """The flusher's turn: write what waited since the last write, if anything."""
+        """The flusher's turn: write what waits, if anything."""
         with self._lock:
             self._scheduled = False
-            if not self._buffer or self._error is not None:
-                return
-            try:
-                self._write(terminal=False)
-            except Exception as exc:  # kept in _error: the next append raises it
-                logger.warning("segment log write failed; logging stops: %s", exc)
-
-    def _write(self, terminal: bool) -> None:
-        """One XADD of the buffer (with the caps and pointers); the lock is held."""
-        envelopes, self._buffer, self._chars = self._buffer, [], 0
-        self._last_write = time.monotonic()
-        self._kept.append(len(envelopes))
-        self._kept_envelopes += len(envelopes)
-        while self._kept_envelopes - self._kept[0] >= self.limits.max_events:
-            self._kept_envelopes -= self._kept.popleft()
         try:
-            self._execute(SEPARATOR.join(envelopes), terminal)
-        except Exception as exc:
-            self._error = exc
-            raise
+            self._write()
+        except Exception as exc:  # kept in _error: the next append raises it
+            logger.warning("segment log write failed; logging stops: %s", exc)
+
+    def _write(self) -> None:
+        """One XADD of everything buffered (with the caps and pointers), after the write
+        before it. Whoever takes the terminal's envelope writes it as the terminal."""
+        with self._writing:
+            with self._lock:
+                if self._error is not None:
+                    raise self._error
+                envelopes, self._buffer, self._chars = self._buffer, [], 0
+                terminal, self._terminal = self._terminal, False
+            if not envelopes:
+                return
+            self._kept.append(len(envelopes))
+            self._kept_envelopes += len(envelopes)
+            while self._kept_envelopes - self._kept[0] >= self.limits.max_events:
+                self._kept_envelopes -= self._kept.popleft()
+            try:
+                self._execute(SEPARATOR.join(envelopes), terminal)
+            except Exception as exc:
+                self._error = exc
+                raise
+            finally:
+                self._last_write = time.monotonic()
 
     def _execute(self, entry: str, terminal: bool) -> None:
         pipe = self.client.pipeline(transaction=False)

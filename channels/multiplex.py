@@ -45,7 +45,7 @@ ENTRY_COUNT: Final = 100
 #: milliseconds one XREAD blocks when nothing arrives
 BLOCK_MS: Final = 2000
 #: seconds between two XREADs per key read, and at most
-PER_KEY_INTERVAL: Final = 2e-6
+PER_KEY_INTERVAL: Final = 10e-6
 MAX_INTERVAL: Final = 0.01
 #: envelopes a subscription may hold unread before its log is left out of the read
 QUEUE_LIMIT: Final = 2000
@@ -114,6 +114,8 @@ class Subscription:
 
     def _full(self) -> bool:
         """Whether the queue is full; if so, the next drain wakes the reader."""
+        if self._pending < self.mux.queue_limit:  # the common case, read without the lock
+            return False
         with self._lock:
             if self._pending < self.mux.queue_limit:
                 return False

@@ -191,8 +191,8 @@ class Settings:
     #: RELAYLINE_STREAM_MAX_EVENTS, entries a segment's log keeps at most (about: Redis
     #: trims whole nodes)
     stream_max_events: int = 50_000
-    #: RELAYLINE_LOG_LINGER_MS (milliseconds; seconds here), how long a worker holds
-    #: envelopes that follow a log write closely, to write them as one entry
+    #: RELAYLINE_LOG_LINGER_MS (milliseconds; seconds here): an envelope this long after
+    #: the last log write is written at once; a sooner one joins the next group write
     log_linger: float = 0.005
     #: RELAYLINE_QUEUE, the Celery queue relayline's tasks are sent to (None: Celery's
     #: default queue), so that turns can run on dedicated workers

@@ -109,7 +109,9 @@ def test_a_long_segment_is_capped_near_its_length_limit(client: FlakyRedis) -> N
 def test_envelopes_close_together_share_an_entry_and_keep_their_own_sequences(
     client: FlakyRedis,
 ) -> None:
-    log = SegmentLog(client, new_stream_id(), "thread-batch", LIMITS, batching=LogBatching(60))
+    log = SegmentLog(
+        client, new_stream_id(), "thread-batch", LIMITS, batching=LogBatching(60, gather=60)
+    )
     channel = LogOnlyChannel().into_segment(log.stream_id, log)
     channel.send(ProtocolEvent("text", {"content": "alone"}))
     # The first after a quiet spell goes out at once: no added latency for it.
@@ -127,7 +129,7 @@ def test_envelopes_close_together_share_an_entry_and_keep_their_own_sequences(
 
 def test_an_entry_holds_at_most_its_cap_of_envelopes(client: FlakyRedis) -> None:
     log = SegmentLog(
-        client, new_stream_id(), "thread-cap", LIMITS, batching=LogBatching(60, 10**6, 3)
+        client, new_stream_id(), "thread-cap", LIMITS, batching=LogBatching(60, 10**6, 3, gather=60)
     )
     channel = LogOnlyChannel().into_segment(log.stream_id, log)
     for index in range(7):
@@ -183,7 +185,9 @@ def test_a_failed_write_by_the_flusher_stops_logging_at_the_next_append(
 
 
 def test_the_reader_splits_entries_and_checks_cursors_by_envelope(client: FlakyRedis) -> None:
-    log = SegmentLog(client, new_stream_id(), "thread-read", LIMITS, batching=LogBatching(60))
+    log = SegmentLog(
+        client, new_stream_id(), "thread-read", LIMITS, batching=LogBatching(60, gather=60)
+    )
     channel = LogOnlyChannel().into_segment(log.stream_id, log)
     for piece in ("a", "b", "c"):
         channel.send(ProtocolEvent("text", {"content": piece}))
