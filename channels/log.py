@@ -258,6 +258,12 @@ class SegmentLog:
                 return
         self._write()
 
+    def flush(self) -> None:
+        """Write what waits now, in the caller (after any write in flight): what a writer
+        that must know its envelopes are readable calls, e.g. before it hands a cursor
+        on."""
+        self._write()
+
     def _write_due(self) -> None:
         """The flusher's turn: write what waits, if anything."""
         with self._lock:
@@ -349,15 +355,7 @@ class LogReader:
         """Refuse a cursor the log cannot continue from (LogGoneError): the log is gone
         or was trimmed past it. A log not begun yet is fine (its job is queued)."""
         first = _edge(cast(_Rows, self.client.xrange(self.key, count=1)), 0)
-        if first is None:
-            if self.after >= 0:
-                raise LogGoneError(f"Segment {self.stream_id} is no longer kept.")
-            return
-        if first.sequence > self.after + 1:
-            raise LogGoneError(
-                f"Segment {self.stream_id} keeps events from {first.sequence} on; "
-                f"the cursor {self.after} is older."
-            )
+        check_cursor(self.stream_id, first, self.after)
 
     def finished_at_cursor(self) -> bool:
         """Whether the segment ended and the cursor already holds its last event."""
@@ -397,16 +395,35 @@ class LogReader:
                         return
 
     def _check_not_replaced(self) -> None:
-        """A segment whose worker was lost never gets its terminal; the run's recovery
-        goes on in a new segment. A reader left waiting on the old one says so."""
-        if self.thread_id is None:
-            return
-        newest = latest_segment(self.client, self.thread_id)
-        if newest is not None and newest.stream_id != self.stream_id:
-            raise SegmentReplacedError(
-                f"Segment {self.stream_id} ended without its terminal: segment "
-                f"{newest.stream_id} replaced it (the run went on elsewhere)."
-            )
+        if self.thread_id is not None:
+            check_not_replaced(self.client, self.thread_id, self.stream_id)
+
+
+def check_cursor(stream_id: str, first: Envelope | None, after: int) -> None:
+    """Refuse (LogGoneError) a cursor ``after`` that a log whose first kept envelope is
+    ``first`` cannot continue from: the log is gone (for a cursor at 0 or above) or was
+    trimmed past it. A log not begun yet is fine for -1 (its job is queued)."""
+    if first is None:
+        if after >= 0:
+            raise LogGoneError(f"Segment {stream_id} is no longer kept.")
+        return
+    if first.sequence > after + 1:
+        raise LogGoneError(
+            f"Segment {stream_id} keeps events from {first.sequence} on; "
+            f"the cursor {after} is older."
+        )
+
+
+def check_not_replaced(client: redis.Redis, thread_id: str, stream_id: str) -> None:
+    """A segment whose worker was lost never gets its terminal; the run's recovery goes
+    on in a new segment. A reader left waiting on the old one says so
+    (SegmentReplacedError) once the thread's newest segment is another one."""
+    newest = latest_segment(client, thread_id)
+    if newest is not None and newest.stream_id != stream_id:
+        raise SegmentReplacedError(
+            f"Segment {stream_id} ended without its terminal: segment "
+            f"{newest.stream_id} replaced it (the run went on elsewhere)."
+        )
 
 
 def _edge(rows: _Rows, index: int) -> Envelope | None:
@@ -454,15 +471,8 @@ def kept_after(client: redis.Redis, stream_id: str, after: int, limit: int) -> K
         if len(rows) < _PAGE:
             break
         start = "(" + rows[-1][0].decode()  # exclusive: after the last entry read
-    if first is None and after >= 0:
-        raise LogGoneError(f"Segment {stream_id} is no longer kept.")
-    if first is not None and first.sequence > after + 1:
-        raise LogGoneError(
-            f"Segment {stream_id} keeps events from {first.sequence} on; "
-            f"the cursor {after} is older."
-        )
-    last = list(_split(cast(_Rows, client.xrevrange(log_key(stream_id), count=1))))
-    end = Envelope.parse(last[-1]) if last else None
+    check_cursor(stream_id, first, after)
+    end = _edge(cast(_Rows, client.xrevrange(log_key(stream_id), count=1)), -1)
     reached = not found or Envelope.parse(found[-1]).sequence == (end.sequence if end else -1)
     return Kept(found, end is not None and end.is_terminal and reached)
 
