@@ -34,8 +34,8 @@ from typing import Final, Protocol, cast
 
 import redis
 
-from channels.errors import ChannelReadError, SegmentReplacedError
-from channels.log import SEPARATOR, latest_segment, log_key
+from channels.errors import ChannelReadError
+from channels.log import check_not_replaced, log_key, split_entry
 from channels.splice import Spliced, splice
 
 logger = logging.getLogger("relayline.channel")
@@ -183,14 +183,8 @@ class Subscription:
         """A segment whose worker was lost never gets its terminal; the run's recovery
         goes on in a new segment. A reader left waiting on the old one says so, once
         the old one began (before that, the newest is the thread's previous segment)."""
-        if self.thread_id is None or self.after < 0:
-            return
-        newest = latest_segment(self.mux.client, self.thread_id)
-        if newest is not None and newest.stream_id != self.stream_id:
-            raise SegmentReplacedError(
-                f"Segment {self.stream_id} ended without its terminal: segment "
-                f"{newest.stream_id} replaced it (the run went on elsewhere)."
-            )
+        if self.thread_id is not None and self.after >= 0:
+            check_not_replaced(self.mux.client, self.thread_id, self.stream_id)
 
     def close(self) -> None:
         if not self.closed:
@@ -450,5 +444,4 @@ class LogMultiplexer:
 
 def _texts(fields: object) -> list[str]:
     """The envelope texts of one entry's fields (``[b"e", value]`` as read raw)."""
-    values = cast(list[bytes], fields)
-    return values[1].decode().split(SEPARATOR)
+    return split_entry(cast(list[bytes], fields)[1])
