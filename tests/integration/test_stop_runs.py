@@ -71,7 +71,10 @@ def test_native_cancel_stops_the_model_and_keeps_the_partial_answer(
     answer = requests.post(f"{web.url}/api/threads/s-native/cancel", timeout=10)
     assert answer.status_code == 200
     body = answer.json()
-    assert body["stopped"] is True and body["status"] == "running" and body["runId"]
+    # The status is the run's as it stands after the stop: a worker that acted on the
+    # announcement within the round trip has already written it cancelled.
+    assert body["stopped"] is True and body["status"] in ("running", "cancelled")
+    assert body["runId"]
     rest = [f.event for f in stream]
     assert rest[-2:] == [
         {"type": "cancelled", "reason": "user"},
