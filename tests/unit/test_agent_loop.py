@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -271,6 +273,11 @@ def test_frontend_wait_deadline_settles_as_timeout(sqlite_store: Store, tmp_path
     agent = Agent("late", spec, sqlite_store)
     state = agent.run("What is the title?")
     assert state.interrupt is not None and state.interrupt.expires_at is not None
+    # The deadline is 1 ms after the suspension; a fast machine can answer before it.
+    # Waiting for the clock itself to pass it is what the test is about.
+    deadline = state.interrupt.expires_at
+    while (left := (deadline - datetime.now(UTC)).total_seconds()) >= 0:
+        threading.Event().wait(left + 0.001)
     with pytest.raises(ExpiredError, match=r"Interrupt '1' has expired\."):
         agent.submit_tool_results({"call_t": {"result": "late"}})
     state = agent.expire_wait().run()
