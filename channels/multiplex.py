@@ -21,11 +21,11 @@ blocked XREAD (and one Redis connection) per SSE response.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import logging
 import os
-import queue
 import threading
 import time
 import uuid
@@ -52,9 +52,6 @@ QUEUE_LIMIT: Final = 2000
 #: seconds between reconnection attempts after a Redis error, first and at most
 BACKOFF_FIRST: Final = 0.05
 BACKOFF_MAX: Final = 2.0
-#: queue items one batch joins at most (each holds one XREAD's entries of a log)
-JOIN_ITEMS: Final = 64
-
 _START: Final = b"0-0"
 
 
@@ -99,18 +96,27 @@ class Subscription:
         #: when given, silence also checks that the thread has no newer segment
         self.thread_id = thread_id
         self.closed = False
-        self._items: queue.Queue[_Item] = queue.Queue()
+        # A deque and an Event rather than a queue.Queue: under gevent a Queue.get with
+        # a timeout costs a lock, a condition and a timer per event relayed.
+        self._items: collections.deque[_Item] = collections.deque()
+        self._ready = threading.Event()
         self._lock = threading.Lock()
-        self._pending = 0  # envelopes queued, not taken yet
+        self._delivered = 0  # envelopes queued (written by the reader only)
+        self._taken = 0  # envelopes taken (written under the lock)
         self._stalled = False  # the reader left this log out: wake it once drained
 
     # the reader's side -------------------------------------------------------------
 
+    @property
+    def _pending(self) -> int:
+        """Envelopes queued, not taken yet."""
+        return self._delivered - self._taken
+
     def _deliver(self, item: _Item) -> None:
         if isinstance(item, list):
-            with self._lock:
-                self._pending += len(item)
-        self._items.put(item)
+            self._delivered += len(item)
+        self._items.append(item)
+        self._ready.set()
 
     def _full(self) -> bool:
         """Whether the queue is full; if so, the next drain wakes the reader."""
@@ -131,13 +137,12 @@ class Subscription:
         Redis error, or when the thread's newest segment is another one."""
         heard = time.monotonic()
         while True:
-            try:
-                texts = self._take(wait)
-            except queue.Empty:
+            texts = self._take(wait)
+            if texts is None:
                 if time.monotonic() - heard >= timeout:
                     raise ChannelReadError(
                         f"Segment {self.stream_id} was silent for {timeout:g} seconds."
-                    ) from None
+                    )
                 self._check_not_replaced()
                 yield None
                 continue
@@ -158,20 +163,24 @@ class Subscription:
                 if batch[-1].type in _TERMINALS:
                     return
 
-    def _take(self, wait: float) -> list[str]:
-        """The texts of every queued read (at most JOIN_ITEMS), waiting ``wait`` seconds
-        for the first."""
-        item = self._items.get(timeout=wait)
+    def _take(self, wait: float) -> list[str] | None:
+        """The texts of every queued read (about ``queue_limit`` at most), waiting
+        ``wait`` seconds for the first; None when none came."""
+        items = self._items
+        if not items:
+            self._ready.clear()
+            # Looked at again after the clear: a read delivered before it set the
+            # Event just cleared, and is in the deque now.
+            if not items and not self._ready.wait(wait):
+                return None
         texts: list[str] = []
-        while True:
+        while items and len(texts) < self.mux.queue_limit:
+            item = items.popleft()
             if isinstance(item, ChannelReadError):
                 raise item
             texts += item
-            if len(texts) >= self.mux.queue_limit or self._items.empty():
-                break
-            item = self._items.get_nowait()
         with self._lock:
-            self._pending -= len(texts)
+            self._taken += len(texts)
             wake = self._stalled and self._pending <= self.mux.queue_limit // 2
             if wake:
                 self._stalled = False
@@ -210,10 +219,34 @@ class _Log:
     subscribers: list[Subscription]
     last_id: bytes = _START
     encoded_id: bytes = _bulk(_START)
+    #: its place among the ids of the read list (-1: left out of it)
+    slot: int = -1
 
     def advance(self, entry_id: bytes) -> None:
         self.last_id = entry_id
         self.encoded_id = _bulk(entry_id)
+
+
+class _ReadList:
+    """What one XREAD names, kept between reads: rebuilt only when a log joins, leaves,
+    fills up or drains, so a read costs in Python what its reply holds, not one step
+    per log (the keys and ids are joined in C)."""
+
+    def __init__(self, logs: list[_Log], wake_key: bytes) -> None:
+        self.logs = logs
+        self.ids = [log.encoded_id for log in logs]
+        for slot, log in enumerate(logs):
+            log.slot = slot
+        self.keys = b"".join([*(log.key for log in logs), _bulk(wake_key)])
+        self.head = b"*%d\r\n" % (4 + 2 + 2 * (len(logs) + 1)) + _XREAD_HEAD
+
+    def advance(self, log: _Log, entry_id: bytes) -> None:
+        log.advance(entry_id)
+        if 0 <= log.slot < len(self.logs) and self.logs[log.slot] is log:
+            self.ids[log.slot] = log.encoded_id
+
+    def command(self, block: bytes, wake_id: bytes) -> bytes:
+        return b"".join([self.head, block, _STREAMS, self.keys, *self.ids, _bulk(wake_id)])
 
 
 class LogMultiplexer:
@@ -233,7 +266,10 @@ class LogMultiplexer:
         self.connection_name = f"relayline-mux-{token[:12]}"
         self._lock = threading.Lock()
         self._logs: dict[str, _Log] = {}
+        #: the same logs by their key as a reply names it
+        self._by_reply_key: dict[bytes, _Log] = {}
         self._joining: list[Subscription] = []
+        self._reading: _ReadList | None = None  # None: to build again before the read
         self._wake_pending = False
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
@@ -263,6 +299,7 @@ class LogMultiplexer:
     def wake(self) -> None:
         """End the reader's current XREAD, so that it reads what changed."""
         with self._lock:
+            self._reading = None  # something joined or drained: look at every log again
             if self._wake_pending:
                 return  # a wake is on its way, after the reader's last look
             self._wake_pending = True
@@ -298,6 +335,8 @@ class LogMultiplexer:
                 log.subscribers.remove(subscription)
                 if not log.subscribers:
                     del self._logs[subscription.key]
+                    del self._by_reply_key[subscription.key.encode()]
+                    self._reading = None
 
     # the reader thread -------------------------------------------------------------
 
@@ -306,13 +345,14 @@ class LogMultiplexer:
         began = 0.0
         while not self._closed.is_set():
             try:
-                logs = self._snapshot()
+                reading = self._snapshot()
                 # Adaptive pacing: with many logs, a short wait lets entries gather.
-                pause = began + min(MAX_INTERVAL, PER_KEY_INTERVAL * len(logs)) - time.monotonic()
+                interval = min(MAX_INTERVAL, PER_KEY_INTERVAL * len(reading.logs))
+                pause = began + interval - time.monotonic()
                 if pause > 0 and self._closed.wait(pause):
                     break
                 began = time.monotonic()
-                self._read(logs)
+                self._read(reading)
                 backoff = BACKOFF_FIRST
             except (redis.RedisError, OSError) as exc:
                 if self._closed.is_set():
@@ -330,17 +370,21 @@ class LogMultiplexer:
                 if self._closed.wait(backoff):
                     break
 
-    def _snapshot(self) -> list[_Log]:
+    def _snapshot(self) -> _ReadList:
         """The logs to read now: joins attached (a log read already first replays its
-        start to the newcomer), full queues left out."""
+        start to the newcomer), full queues left out; the last read's list when
+        nothing changed."""
         with self._lock:
             self._wake_pending = False
             joining, self._joining = self._joining, []
+            if not joining and self._reading is not None:
+                return self._reading
             for subscription in joining:
                 log = self._logs.get(subscription.key)
                 if log is None:
                     key = subscription.key
-                    self._logs[key] = _Log(key, _bulk(key.encode()), [])
+                    self._logs[key] = log = _Log(key, _bulk(key.encode()), [])
+                    self._by_reply_key[key.encode()] = log
             logs = dict(self._logs)
         for subscription in joining:
             log = logs[subscription.key]
@@ -351,11 +395,17 @@ class LogMultiplexer:
                     continue
                 log.subscribers.append(subscription)
         with self._lock:
-            return [
-                log
-                for log in self._logs.values()
-                if log.subscribers and not any(s._full() for s in log.subscribers)
-            ]
+            for log in self._logs.values():
+                log.slot = -1
+            self._reading = _ReadList(
+                [
+                    log
+                    for log in self._logs.values()
+                    if log.subscribers and not any(s._full() for s in log.subscribers)
+                ],
+                self.wake_key.encode(),
+            )
+            return self._reading
 
     def _replay(self, subscription: Subscription, upto: bytes) -> None:
         """What a log already read holds up to ``upto``, for a subscription that joins
@@ -365,42 +415,35 @@ class LogMultiplexer:
         if texts:
             subscription._deliver(texts)
 
-    def _read(self, logs: list[_Log]) -> None:
+    def _read(self, reading: _ReadList) -> None:
         connection = self._connect()
-        count = len(logs) + 1  # the wake stream is read too
-        command = b"".join(
-            [
-                b"*%d\r\n" % (4 + 2 + 2 * count),
-                _XREAD_HEAD,
-                _bulk(b"%d" % BLOCK_MS),
-                _STREAMS,
-                *(log.key for log in logs),
-                _bulk(self.wake_key.encode()),
-                *(log.encoded_id for log in logs),
-                _bulk(self._wake_id),
-            ]
-        )
+        command = reading.command(_bulk(b"%d" % BLOCK_MS), self._wake_id)
         connection.send_packed_command([command], check_health=False)
         reply = connection.read_response()
         if not reply:
             return  # BLOCK ran out
-        by_key = {log.key: log for log in logs}
         wake = self.wake_key.encode()
+        by_key = self._by_reply_key
         for key, rows in cast(list[tuple[bytes, list[list[object]]]], reply):
             if key == wake:
                 self._wake_id = cast(bytes, rows[-1][0])
                 continue
-            log = by_key.get(_bulk(key))
+            log = by_key.get(key)
             if log is None or not rows:
                 continue
             texts = [text for _, fields in rows for text in _texts(fields)]
             with self._lock:
                 if self._logs.get(log.name) is not log:
                     continue  # every reader left meanwhile (a newer log may hold the key)
-                log.advance(cast(bytes, rows[-1][0]))
+                reading.advance(log, cast(bytes, rows[-1][0]))
                 subscribers = list(log.subscribers)
+            full = False
             for subscription in subscribers:
                 subscription._deliver(texts)
+                full = subscription._full() or full
+            if full:
+                with self._lock:
+                    self._reading = None  # leave this log out until its reader drains
 
     def _command(self, *args: bytes) -> object:
         connection = self._connect()
@@ -437,7 +480,9 @@ class LogMultiplexer:
             subscriptions = [s for log in self._logs.values() for s in log.subscribers]
             subscriptions += self._joining
             self._logs.clear()
+            self._by_reply_key.clear()
             self._joining = []
+            self._reading = None
         for subscription in subscriptions:
             subscription._deliver(error)
 
