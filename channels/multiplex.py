@@ -102,7 +102,7 @@ class Subscription:
         self._ready = threading.Event()
         self._lock = threading.Lock()
         self._delivered = 0  # envelopes queued (written by the reader only)
-        self._taken = 0  # envelopes taken (written under the lock)
+        self._taken = 0  # envelopes taken (written by the response only)
         self._stalled = False  # the reader left this log out: wake it once drained
 
     # the reader's side -------------------------------------------------------------
@@ -120,13 +120,16 @@ class Subscription:
 
     def _full(self) -> bool:
         """Whether the queue is full; if so, the next drain wakes the reader."""
-        if self._pending < self.mux.queue_limit:  # the common case, read without the lock
+        if self._pending < self.mux.queue_limit:  # the common case
             return False
-        with self._lock:
-            if self._pending < self.mux.queue_limit:
-                return False
-            self._stalled = True
-            return True
+        # Stalled first, the count read after; _take writes its count first and reads
+        # the flag after: one of the two sees the other's write, so a drain never
+        # misses the stall (a wake too many is harmless). No lock per event taken.
+        self._stalled = True
+        if self._pending < self.mux.queue_limit:
+            self._stalled = False
+            return False
+        return True
 
     # the response's side -----------------------------------------------------------
 
@@ -179,13 +182,14 @@ class Subscription:
             if isinstance(item, ChannelReadError):
                 raise item
             texts += item
-        with self._lock:
-            self._taken += len(texts)
-            wake = self._stalled and self._pending <= self.mux.queue_limit // 2
+        self._taken += len(texts)
+        if self._stalled:  # rare: the reader left this log out
+            with self._lock:
+                wake = self._stalled and self._pending <= self.mux.queue_limit // 2
+                if wake:
+                    self._stalled = False
             if wake:
-                self._stalled = False
-        if wake:
-            self.mux.wake()
+                self.mux.wake()
         return texts
 
     def _check_not_replaced(self) -> None:
