@@ -15,6 +15,10 @@ blocked XREAD (and one Redis connection) per SSE response.
 - **Backpressure:** each subscription's queue holds at most about ``QUEUE_LIMIT``
   envelopes; past that its log is left out of the XREAD until it drains (the log is
   durable: a slow client delays, never loses). Readers of the same log share its read.
+- **Heartbeats:** a waiting response asks to be woken by a time (its heartbeat or its
+  silence timeout) instead of waiting with a timeout of its own, which under gevent
+  costs a timer and an exception object per event relayed; the reader wakes those
+  whose time has come every ``tick`` seconds (its XREAD blocks no longer than that).
 - **Failure:** a Redis error goes to every subscription (which ends its response with
   the protocol's failure frames) and the reader retries with backoff.
 """
@@ -25,6 +29,7 @@ import collections
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import threading
 import time
@@ -42,8 +47,11 @@ logger = logging.getLogger("relayline.channel")
 
 #: entries per log per XREAD
 ENTRY_COUNT: Final = 100
-#: milliseconds one XREAD blocks when nothing arrives
+#: milliseconds one XREAD blocks when nothing arrives (at most: see TICK)
 BLOCK_MS: Final = 2000
+#: seconds between two looks for waiting responses whose time has come: a heartbeat
+#: or a silence timeout is late by up to this much
+TICK: Final = 0.25
 #: seconds between two XREADs per key read, and at most
 PER_KEY_INTERVAL: Final = 10e-6
 MAX_INTERVAL: Final = 0.01
@@ -104,6 +112,8 @@ class Subscription:
         self._delivered = 0  # envelopes queued (written by the reader only)
         self._taken = 0  # envelopes taken (written by the response only)
         self._stalled = False  # the reader left this log out: wake it once drained
+        #: while the response waits: the monotonic time by which to wake it regardless
+        self._due = math.inf
 
     # the reader's side -------------------------------------------------------------
 
@@ -138,18 +148,19 @@ class Subscription:
         together, the terminal last; None after each ``wait`` seconds without one (a
         heartbeat). Raises ChannelReadError after ``timeout`` seconds of silence, on a
         Redis error, or when the thread's newest segment is another one."""
-        heard = time.monotonic()
+        heard = beat = time.monotonic()
         while True:
-            texts = self._take(wait)
+            texts = self._take(min(beat + wait, heard + timeout))
             if texts is None:
-                if time.monotonic() - heard >= timeout:
+                beat = time.monotonic()
+                if beat - heard >= timeout:
                     raise ChannelReadError(
                         f"Segment {self.stream_id} was silent for {timeout:g} seconds."
                     )
                 self._check_not_replaced()
                 yield None
                 continue
-            heard = time.monotonic()
+            heard = beat = time.monotonic()
             batch = []
             after = self.after
             for text in texts:
@@ -166,16 +177,26 @@ class Subscription:
                 if batch[-1].type in _TERMINALS:
                     return
 
-    def _take(self, wait: float) -> list[str] | None:
+    def _take(self, due: float) -> list[str] | None:
         """The texts of every queued read (about ``queue_limit`` at most), waiting
-        ``wait`` seconds for the first; None when none came."""
+        for the first until the monotonic time ``due`` (the reader's tick wakes the
+        wait); None when none came by then."""
         items = self._items
         if not items:
-            self._ready.clear()
-            # Looked at again after the clear: a read delivered before it set the
-            # Event just cleared, and is in the deque now.
-            if not items and not self._ready.wait(wait):
-                return None
+            self._due = due
+            while True:
+                self._ready.clear()
+                # Looked at after the clear: a read delivered before it set the
+                # Event just cleared, and is in the deque now.
+                if items:
+                    break
+                if time.monotonic() >= due:
+                    self._due = math.inf
+                    return None
+                self._ready.wait()  # a read, an error, or the reader's tick
+                if items:
+                    break
+            self._due = math.inf
         texts: list[str] = []
         while items and len(texts) < self.mux.queue_limit:
             item = items.popleft()
@@ -257,10 +278,15 @@ class LogMultiplexer:
     """The shared reader of one web app's segment logs (``web.services.Services``
     holds one, started by the first ``subscribe``, stopped by ``close``)."""
 
-    def __init__(self, client: redis.Redis, *, queue_limit: int = QUEUE_LIMIT) -> None:
+    def __init__(
+        self, client: redis.Redis, *, queue_limit: int = QUEUE_LIMIT, tick: float = TICK
+    ) -> None:
         self.client = client
         #: envelopes a subscription may hold unread before its log is left out
         self.queue_limit = queue_limit
+        #: seconds between two looks for waiting responses whose time has come
+        self.tick = tick
+        self._block = _bulk(b"%d" % max(1, min(BLOCK_MS, round(tick * 1000))))
         self._reset()
 
     def _reset(self) -> None:
@@ -345,9 +371,22 @@ class LogMultiplexer:
     # the reader thread -------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            # Whatever ended the thread, no response may wait for a reader that is gone.
+            if not self._closed.is_set():
+                self._fail_all(ChannelReadError("The web app's log reader stopped."))
+
+    def _loop(self) -> None:
         backoff = BACKOFF_FIRST
         began = 0.0
+        next_tick = 0.0
         while not self._closed.is_set():
+            now = time.monotonic()
+            if now >= next_tick:
+                self._wake_due(now)
+                next_tick = now + self.tick
             try:
                 reading = self._snapshot()
                 # Adaptive pacing: with many logs, a short wait lets entries gather.
@@ -373,6 +412,15 @@ class LogMultiplexer:
                 self._disconnect()  # a reply may be left half read
                 if self._closed.wait(backoff):
                     break
+
+    def _wake_due(self, now: float) -> None:
+        """Wake every waiting response whose heartbeat or silence timeout is due."""
+        with self._lock:
+            waiting = [s for log in self._logs.values() for s in log.subscribers]
+            waiting += self._joining
+        for subscription in waiting:
+            if subscription._due <= now:
+                subscription._ready.set()
 
     def _snapshot(self) -> _ReadList:
         """The logs to read now: joins attached (a log read already first replays its
@@ -421,7 +469,7 @@ class LogMultiplexer:
 
     def _read(self, reading: _ReadList) -> None:
         connection = self._connect()
-        command = reading.command(_bulk(b"%d" % BLOCK_MS), self._wake_id)
+        command = reading.command(self._block, self._wake_id)
         connection.send_packed_command([command], check_health=False)
         reply = connection.read_response()
         if not reply:

@@ -78,9 +78,9 @@ def test_a_cursor_skips_what_the_client_holds(client: redis.Redis, logs: LogMult
         assert _read_all(subscription) == [2, 3, 4]
 
 
-def test_a_new_subscription_wakes_the_blocked_reader(
-    client: redis.Redis, logs: LogMultiplexer
-) -> None:
+def test_a_new_subscription_wakes_the_blocked_reader(client: redis.Redis) -> None:
+    # A tick longer than a BLOCK: only the wake can end the reader's XREAD early.
+    logs = LogMultiplexer(client, tick=2 * BLOCK_MS / 1000)
     idle = logs.subscribe(new_stream_id())  # a segment whose job has not started
     _blocked(client, logs)
     ready = _segment(client, "t-wake", ["now"])
@@ -90,6 +90,46 @@ def test_a_new_subscription_wakes_the_blocked_reader(
     # Well before the reader's BLOCK would have run out by itself.
     assert time.monotonic() - began < BLOCK_MS / 1000 / 2
     idle.close()
+    logs.close()
+
+
+def test_a_waiting_response_gets_its_heartbeats_and_its_silence_timeout_from_the_tick(
+    client: redis.Redis,
+) -> None:
+    logs = LogMultiplexer(client, tick=0.05)
+    try:
+        with logs.subscribe(new_stream_id()) as subscription:  # nothing is ever written
+            batches = subscription.batches(wait=0.2, timeout=0.7)
+            began = time.monotonic()
+            assert next(batches) is None and next(batches) is None
+            # Two heartbeats 0.2 s apart, never early (late by a tick, or a busy machine).
+            assert 0.4 <= time.monotonic() - began < 3
+            with pytest.raises(ChannelReadError, match=r"silent for 0\.7 seconds"):
+                while True:
+                    assert next(batches) is None
+            assert 0.7 <= time.monotonic() - began < 3
+    finally:
+        logs.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_reader_that_stops_ends_every_waiting_response(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logs = LogMultiplexer(client)
+    subscription = logs.subscribe(new_stream_id())
+    _blocked(client, logs)
+    # Fault injection: the reader thread meets what no handler catches (as a greenlet
+    # killed under gevent would).
+
+    def stop(*_: object) -> None:
+        raise SystemExit
+
+    monkeypatch.setattr(logs, "_read", stop)
+    logs.wake()
+    with pytest.raises(ChannelReadError, match="reader stopped"):
+        next(subscription.batches(wait=60, timeout=60))
+    logs.close()
 
 
 def test_a_live_segment_arrives_as_it_is_written(client: redis.Redis, logs: LogMultiplexer) -> None:
