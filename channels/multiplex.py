@@ -2,9 +2,10 @@
 blocked XREAD (and one Redis connection) per SSE response.
 
 - **One command:** a daemon thread runs ``XREAD COUNT n BLOCK ms STREAMS k1..kN
-  id1..idN`` over every subscribed log on a connection of its own, built from cached
-  RESP bytes per key. Only ``threading``, ``queue`` and redis-py: plain threads under
-  the tests' threaded server, greenlets under gunicorn's gevent worker.
+  id1..idN`` over every subscribed log on a connection of its own, from a read list of
+  RESP bytes kept between reads. Only ``threading``, ``collections`` and redis-py:
+  plain threads under the tests' threaded server, greenlets under gunicorn's gevent
+  worker.
 - **Wake-up:** a new subscription (or a drained one) adds an entry to the
   multiplexer's own wake stream, which every XREAD reads too. Unlike ``CLIENT
   UNBLOCK``, which does nothing when it arrives before the XREAD blocks, an entry
