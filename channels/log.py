@@ -33,10 +33,12 @@ from collections.abc import Iterator
 from typing import Final, cast
 
 import redis
+from redis.client import Pipeline
 
 from channels.envelope import Envelope
 from channels.errors import ChannelConfigError, ChannelReadError, SegmentReplacedError
 from channels.flusher import FLUSHER, Flusher
+from channels.group_commit import writer_for
 from shared.settings import Settings
 
 logger = logging.getLogger("relayline.channel")
@@ -169,8 +171,9 @@ def split_entry(value: bytes) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class LogBatching:
     """How a worker batches envelopes into log entries (group commit): an envelope
-    more than ``linger`` seconds after the last write goes out at once, in the caller;
-    one sooner is handed to the process's flusher, which writes it after at most
+    more than ``linger`` seconds after the last write goes out at once (in the caller,
+    or with the next round of the process's GroupWriter when one is in flight); one
+    sooner is handed to the process's flusher, which writes it after at most
     ``gather`` seconds (0: as soon as the write before it is done) together with every
     envelope that arrived meanwhile, as one entry of at most ``max_envelopes``
     envelopes or about ``max_chars`` characters. A terminal goes out at once, with
@@ -194,13 +197,14 @@ class LogBatching:
 class SegmentLog:
     """Appends one segment's envelopes to its log (a channel calls ``append`` for every
     envelope it builds), batched as LogBatching says: each XADD's field ``e`` holds the
-    envelopes written together, joined by newlines (compact JSON has none), so every
-    event keeps its own envelope and sequence.
+    envelopes written together, joined by newlines, so every event keeps its own
+    envelope and sequence.
 
-    Thread-safe: the process's flusher writes what appends handed it. Appends take only
-    the buffer's lock, never the one a write holds over its round trip, so a burst
-    gathers while a write is in flight. A failed write (here or in the flusher) is
-    raised by this and every later append (AbstractChannel then stops logging): what it
+    Thread-safe. Writes go through the process's GroupWriter for the client
+    (channels.group_commit): one round trip carries every log of the process that has
+    envelopes waiting, each log's entries in order. Appends take only the buffer's lock,
+    so a burst gathers while a write is in flight. A failed write is raised by this or
+    the next append and every later one (AbstractChannel then stops logging): what it
     held is lost, never written late."""
 
     def __init__(
@@ -225,7 +229,6 @@ class SegmentLog:
         self._started = False
         self._release = client.register_script(_RELEASE)
         self._lock = threading.Lock()  # the buffer, its terminal flag, the schedule
-        self._writing = threading.Lock()  # one write at a time, in order
         self._buffer: list[str] = []
         self._terminal = False
         self._chars = 0
@@ -246,58 +249,73 @@ class SegmentLog:
             self._chars += len(envelope)
             self._terminal = self._terminal or terminal
             now = time.monotonic()
+            full = len(self._buffer) >= batching.max_envelopes or self._chars >= batching.max_chars
             if not (
                 terminal
-                or len(self._buffer) >= batching.max_envelopes
-                or self._chars >= batching.max_chars
+                or full
                 or (not self._scheduled and now - self._last_write >= batching.linger)
             ):
                 if not self._scheduled:
                     self._scheduled = True
                     self.flusher.at(now + batching.gather, self._write_due)
                 return
-        self._write()
+        # The terminal and a full buffer wait for their write (its end is readable; a
+        # buffer never outgrows its caps by much); an early envelope does not.
+        self._commit(wait=terminal or full)
 
     def flush(self) -> None:
-        """Write what waits now, in the caller (after any write in flight): what a writer
-        that must know its envelopes are readable calls, e.g. before it hands a cursor
-        on."""
-        self._write()
+        """Write what waits now and return once it is written (after any write in
+        flight): what a writer that must know its envelopes are readable calls, e.g.
+        before it hands a cursor on."""
+        self._commit(wait=True)
+
+    def _commit(self, *, wait: bool) -> None:
+        writer_for(self.client).commit(self, wait=wait)
+        if self._error is not None:
+            raise self._error
 
     def _write_due(self) -> None:
         """The flusher's turn: write what waits, if anything."""
         with self._lock:
             self._scheduled = False
-        try:
-            self._write()
-        except Exception as exc:  # kept in _error: the next append raises it
-            logger.warning("segment log write failed; logging stops: %s", exc)
+        writer_for(self.client).commit(self, wait=False)
 
-    def _write(self) -> None:
-        """One XADD of everything buffered (with the caps and pointers), after the write
-        before it. Whoever takes the terminal's envelope writes it as the terminal."""
-        with self._writing:
-            with self._lock:
-                if self._error is not None:
-                    raise self._error
-                envelopes, self._buffer, self._chars = self._buffer, [], 0
-                terminal, self._terminal = self._terminal, False
-            if not envelopes:
-                return
-            self._kept.append(len(envelopes))
-            self._kept_envelopes += len(envelopes)
+    # The GroupWriter's side (channels.group_commit.Pending) ----------------------------
+
+    def queue(self, pipe: Pipeline) -> bool:
+        """Everything buffered onto ``pipe``, as entries within the caps, with the
+        pointers of a first entry and the release of a terminal one."""
+        batching = self.batching
+        with self._lock:
+            if self._error is not None or not self._buffer:
+                return False
+            envelopes, self._buffer, self._chars = self._buffer, [], 0
+            terminal, self._terminal = self._terminal, False
+        entries: list[list[str]] = [[]]
+        chars = 0
+        for envelope in envelopes:
+            last = entries[-1]
+            if last and (len(last) >= batching.max_envelopes or chars >= batching.max_chars):
+                entries.append(last := [])
+                chars = 0
+            last.append(envelope)
+            chars += len(envelope)
+        for index, entry in enumerate(entries):
+            self._kept.append(len(entry))
+            self._kept_envelopes += len(entry)
             while self._kept_envelopes - self._kept[0] >= self.limits.max_events:
                 self._kept_envelopes -= self._kept.popleft()
-            try:
-                self._execute(SEPARATOR.join(envelopes), terminal)
-            except Exception as exc:
-                self._error = exc
-                raise
-            finally:
-                self._last_write = time.monotonic()
+            self._queue_entry(pipe, SEPARATOR.join(entry), terminal and index == len(entries) - 1)
+        return True
 
-    def _execute(self, entry: str, terminal: bool) -> None:
-        pipe = self.client.pipeline(transaction=False)
+    def written(self, error: Exception | None) -> None:
+        with self._lock:
+            if error is not None and self._error is None:
+                self._error = error
+                logger.warning("segment log write failed; logging stops: %s", error)
+            self._last_write = time.monotonic()
+
+    def _queue_entry(self, pipe: Pipeline, entry: str, terminal: bool) -> None:
         if not self._started:
             # The thread's active segment from its first entry on (the web announced it
             # already, unless nobody did: a timer, a recovery).
@@ -324,7 +342,6 @@ class SegmentLog:
             pipe.expire(self.key, _seconds(self.limits.max_age))
         if terminal:
             pipe.expire(self.key, _seconds(self.limits.retention))
-        pipe.execute()
         self._started = True
 
 

@@ -174,7 +174,7 @@ def test_a_failed_write_by_the_flusher_stops_logging_at_the_next_append(
     log.client = unreachable  # the flusher's write of the next one fails
     channel.send(ProtocolEvent("text", {"content": "held, then lost"}))
     reached = time.monotonic() + 5
-    while log._scheduled:  # the flusher's attempt, bounded by a deadline
+    while log._error is None:  # the flusher's failed attempt, bounded by a deadline
         assert time.monotonic() < reached
         time.sleep(0.01)
     channel.send(ProtocolEvent("text", {"content": "after the failure"}))
