@@ -56,15 +56,20 @@ CHANNELS: Mapping[TargetKind, Callable[[Target, str, Resources], Callable[[], Ab
 }
 
 
-def with_segment(job: J, client: redis.Redis) -> J:
+def with_segment(job: J, client: redis.Redis, *, logged: bool | None = None) -> J:
     """``job`` naming its segment: the one the web announced, or a new one for a job
     nobody announced (timers, recoveries), which its first log entry announces.
 
     A later delivery of a job whose segment already has entries (the first delivery's
     worker was lost mid-answer) writes a new segment too: its sequences start again at
-    0, and readers of the old one learn it was replaced instead of reading a torn log."""
-    if job.stream_id is not None and not client.exists(log_key(job.stream_id)):
-        return job
+    0, and readers of the old one learn it was replaced instead of reading a torn log.
+    ``logged``: whether the announced segment's log exists, when the caller read it
+    already (in its own round trip); else it is read here."""
+    if job.stream_id is not None:
+        if logged is None:
+            logged = bool(client.exists(log_key(job.stream_id)))
+        if not logged:
+            return job
     return dataclasses.replace(job, stream_id=new_stream_id())
 
 

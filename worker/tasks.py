@@ -26,7 +26,7 @@ from celery.signals import worker_ready, worker_shutdown
 
 from channels.backlog import uncount
 from channels.liveness import heartbeat_key
-from channels.log import LogLimits
+from channels.log import LogLimits, log_key
 from channels.stops import pending_stop_key, process_watcher
 from channels.turns import release_when_idle
 from shared.agent import Agent, Continuation
@@ -159,31 +159,35 @@ def _execute(
 ) -> str:
     res = resources()
     # Before our own beat is set: it would hide the holder's.
-    alive, stopped = _before_start(res, job)
+    alive, stopped, logged = _before_start(res, job)
     # Read only when a holder lives (a fixed cost a turn with no other holder skips).
     record = res.store.run(job.thread_id, job.run_id) if alive else None
     if alive and record is not None and record.status == "running":
         if record.checkpoint.get("executor") == task.request.id:
             logger.warning("task %s redelivered while run %s lives on", task.request.id, job.run_id)
             return "held elsewhere"  # the same job: its holder serves this target and stream
-        _publish_failure(res, with_segment(job, res.redis), ELSEWHERE)
+        _publish_failure(res, with_segment(job, res.redis, logged=logged), ELSEWHERE)
         return "held elsewhere"
     try:
         with _heartbeat(res, job, take=not alive):
-            return _execute_beating(task, res, with_segment(job, res.redis), build, stopped)
+            segment_job = with_segment(job, res.redis, logged=logged)
+            return _execute_beating(task, res, segment_job, build, stopped)
     finally:
         _release_queued(res, job.thread_id)
 
 
-def _before_start(res: Resources, job: AnyJob) -> tuple[bool, bool]:
+def _before_start(res: Resources, job: AnyJob) -> tuple[bool, bool, bool | None]:
     """In one round trip (each was one, a fixed cost of every turn): uncount the turn,
     which no longer waits in the broker (channels.backlog); whether a holder that may be
-    alive has the run's beat (worker.liveness); whether a stop came before the start."""
+    alive has the run's beat (worker.liveness); whether a stop came before the start;
+    whether the announced segment's log has entries already (worker.targets.with_segment;
+    None when unknown)."""
     stream = job.stream_id  # None: a recovery, never counted nor stopped before start
     pipe = res.redis.pipeline(transaction=False)
     pipe.get(heartbeat_key(job.run_id))
     if stream is not None:
         pipe.exists(pending_stop_key(stream))
+        pipe.exists(log_key(stream))
         uncount(pipe, stream, job.owner)
     try:
         replies = pipe.execute()
@@ -191,8 +195,10 @@ def _before_start(res: Resources, job: AnyJob) -> tuple[bool, bool]:
         # Redis away: no beat can be read or kept; the run's compare-and-set still fences.
         # The stop is lost with it; the run goes on, as if it came late.
         logger.warning("could not uncount turn %s, read run %s's beat or stop", stream, job.run_id)
-        return False, False
-    return beat_alive(replies[0]), stream is not None and bool(replies[1])
+        return False, False, None
+    if stream is None:
+        return beat_alive(replies[0]), False, None
+    return beat_alive(replies[0]), bool(replies[1]), bool(replies[2])
 
 
 def _release_queued(res: Resources, thread_id: str) -> None:
