@@ -15,6 +15,7 @@ from shared.auth import IdentityTokens
 from shared.persistence import Store
 from shared.registry import AgentRegistry
 from shared.settings import Settings
+from web.broker import web_celery
 
 
 @dataclasses.dataclass
@@ -44,7 +45,7 @@ class Services:
             settings=settings,
             store=Store(settings.database_url),
             redis=redis.Redis.from_url(settings.redis_url),
-            celery=Celery("relayline-web", broker=settings.broker_url),
+            celery=web_celery(settings.broker_url),
             registry=AgentRegistry.from_settings(settings),
             identity=identity_tokens(settings),
         )
