@@ -117,9 +117,14 @@ class GroupWriter:
             return
         try:
             replies = pipe.execute(raise_on_error=False)
-        except Exception as exc:  # the connection: every log of the round failed
+        except BaseException as exc:  # the connection: every log of the round failed
+            # Interrupted (a timeout, an exit): the logs still learn that what they
+            # handed over is lost, and the interruption goes on.
+            error = exc if isinstance(exc, Exception) else RuntimeError(f"interrupted: {exc!r}")
             for item, _, _ in spans:
-                item.written(exc)
+                item.written(error)
+            if error is not exc:
+                raise
             return
         for item, start, end in spans:
             failed = (r for r in replies[start:end] if isinstance(r, Exception))
