@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 import redis
 from celery import Task
@@ -159,29 +159,40 @@ def _execute(
 ) -> str:
     res = resources()
     # Before our own beat is set: it would hide the holder's.
-    alive, stopped, logged = _before_start(res, job)
+    start = _before_start(res, job)
+    alive = start.alive
     # Read only when a holder lives (a fixed cost a turn with no other holder skips).
     record = res.store.run(job.thread_id, job.run_id) if alive else None
     if alive and record is not None and record.status == "running":
         if record.checkpoint.get("executor") == task.request.id:
             logger.warning("task %s redelivered while run %s lives on", task.request.id, job.run_id)
             return "held elsewhere"  # the same job: its holder serves this target and stream
-        _publish_failure(res, with_segment(job, res.redis, logged=logged), ELSEWHERE)
+        _publish_failure(res, with_segment(job, res.redis, logged=start.logged), ELSEWHERE)
         return "held elsewhere"
     try:
         with _heartbeat(res, job, take=not alive):
-            segment_job = with_segment(job, res.redis, logged=logged)
-            return _execute_beating(task, res, segment_job, build, stopped)
+            segment_job = with_segment(job, res.redis, logged=start.logged)
+            return _execute_beating(task, res, segment_job, build, start.stopped)
     finally:
         _release_queued(res, job.thread_id)
 
 
-def _before_start(res: Resources, job: AnyJob) -> tuple[bool, bool, bool | None]:
+class _Start(NamedTuple):
+    """What a task reads before it starts (``_before_start``)."""
+
+    #: a holder that may be alive has the run's beat (worker.liveness)
+    alive: bool
+    #: a stop came before the start
+    stopped: bool
+    #: the announced segment's log has entries already (worker.targets.with_segment);
+    #: None when unknown
+    logged: bool | None
+
+
+def _before_start(res: Resources, job: AnyJob) -> _Start:
     """In one round trip (each was one, a fixed cost of every turn): uncount the turn,
-    which no longer waits in the broker (channels.backlog); whether a holder that may be
-    alive has the run's beat (worker.liveness); whether a stop came before the start;
-    whether the announced segment's log has entries already (worker.targets.with_segment;
-    None when unknown)."""
+    which no longer waits in the broker (channels.backlog), and read what ``_Start``
+    holds."""
     stream = job.stream_id  # None: a recovery, never counted nor stopped before start
     pipe = res.redis.pipeline(transaction=False)
     pipe.get(heartbeat_key(job.run_id))
@@ -195,10 +206,10 @@ def _before_start(res: Resources, job: AnyJob) -> tuple[bool, bool, bool | None]
         # Redis away: no beat can be read or kept; the run's compare-and-set still fences.
         # The stop is lost with it; the run goes on, as if it came late.
         logger.warning("could not uncount turn %s, read run %s's beat or stop", stream, job.run_id)
-        return False, False, None
+        return _Start(alive=False, stopped=False, logged=None)
     if stream is None:
-        return beat_alive(replies[0]), False, None
-    return beat_alive(replies[0]), bool(replies[1]), bool(replies[2])
+        return _Start(alive=beat_alive(replies[0]), stopped=False, logged=None)
+    return _Start(beat_alive(replies[0]), stopped=bool(replies[1]), logged=bool(replies[2]))
 
 
 def _release_queued(res: Resources, thread_id: str) -> None:
