@@ -6,7 +6,7 @@
         --broker redis --webs 1 --seconds 3               # any part of it
 
 Each configuration starts the real stack: N worker processes exactly as ``relayline
-worker`` runs them (the threads pool; RELAYLINE_WORKER_CONCURRENCY is raised to the
+worker`` runs them (the gevent pool; RELAYLINE_WORKER_CONCURRENCY is raised to the
 number of concurrent turns when that is larger, and the tables say so), the production
 web server (``relayline web``'s gunicorn gevent command, with 1 or 2 worker processes),
 on SQLite or PostgreSQL, with Redis or RabbitMQ as the broker. The agent
@@ -64,6 +64,7 @@ from relay import (
 )
 
 from relayline.cli import worker_command, worker_env
+from shared.settings import Settings
 
 DOCS = ROOT / "docs"
 AGENT = "bench.scale_agent:build"
@@ -74,8 +75,8 @@ FIXED_CPU_TARGET_MS = 10.0
 MEMORY_TARGET_KB = 1024.0
 #: the default concurrency of ``relayline worker`` (raised when a run needs more slots)
 DEFAULT_CONCURRENCY = 64
-#: the worker pool (``--pool``): threads as relayline runs it, or an experiment
-POOL = ["threads"]
+#: the worker pool (``--pool``): gevent as relayline runs it, or threads to compare
+POOL = [Settings.worker_pool]
 #: idle seconds measured before a run (the processes' CPU and memory at rest)
 IDLE_SECONDS = 3.0
 #: quiet turns for the fixed cost, and how many at a time
@@ -135,8 +136,7 @@ def workers(env: dict[str, str], count: int, concurrency: int, logdir: Path) -> 
                     subprocess.Popen(
                         command,
                         cwd=ROOT,
-                        # gevent is no RELAYLINE_WORKER_POOL value: only --pool names it
-                        env=worker_env("threads", concurrency, env),
+                        env=worker_env(POOL[0], concurrency, env),
                         stdout=handle,
                         stderr=subprocess.STDOUT,
                     )
@@ -347,7 +347,7 @@ def rows_of(results: Sequence[Result]) -> list[Row]:
     for r in results:
         c = r.config
         label = (
-            f"{c.turns} x {c.seconds:g}s turns, {c.workers} worker(s) x {r.concurrency} threads, "
+            f"{c.turns} x {c.seconds:g}s turns, {c.workers} worker(s) x {r.concurrency} {POOL[0]}, "
             f"{c.webs} web, {c.db}, {c.broker}"
         )
         rows.append(
@@ -473,7 +473,7 @@ def plot(results: Sequence[Result], path: Path) -> None:
         axis.grid(alpha=0.3)
         if axis.lines:
             axis.legend(fontsize=7)
-    fig.suptitle("relayline bench/scale.py (2-core machine, threads pool)", fontsize=10)
+    fig.suptitle(f"relayline bench/scale.py (2-core machine, {POOL[0]} pool)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -503,9 +503,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="do not write docs/")
     parser.add_argument(
         "--pool",
-        choices=("threads", "gevent"),
-        default="threads",
-        help="experiment: the workers on Celery's gevent pool (nothing written to docs/)",
+        choices=("gevent", "threads"),
+        default=Settings.worker_pool,
+        help="the workers' pool; another than relayline's default is a comparison "
+        "(nothing written to docs/)",
     )
     parser.add_argument("--plot-only", action="store_true", help="redraw from docs/scale.json")
     args = parser.parse_args(argv)
@@ -544,7 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     configs = list(dict.fromkeys(configs))
     POOL[0] = args.pool
-    if args.pool != "threads":
+    if args.pool != Settings.worker_pool:
         args.no_write = True  # an experiment, never the figures of record
         print(f"EXPERIMENT: workers on the {args.pool} pool", flush=True)
     sys.path.insert(0, str(ROOT))  # tests.support is not an installed package

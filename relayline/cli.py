@@ -43,8 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     worker.add_argument(
         "--pool",
         choices=WORKER_POOLS,
-        help="threads for I/O-bound turns, prefork for CPU-heavy tools "
-        "(default: RELAYLINE_WORKER_POOL, else threads)",
+        help="gevent for I/O-bound turns, threads where nothing may be monkey patched, "
+        "prefork for CPU-heavy tools (default: RELAYLINE_WORKER_POOL, else gevent)",
     )
     commands.add_parser("migrate", help="create or upgrade the database schema")
     token = commands.add_parser("token", help="mint a bearer token for RELAYLINE_AUTH=token")

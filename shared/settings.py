@@ -23,9 +23,9 @@ PLATFORM_NAMES = (
     "PUSHER_HOST", "PUSHER_PORT", "PUSHER_ENCRYPTION_MASTER_KEY_BASE64", "MERCURE_HUB_URL",
     "MERCURE_PUBLISHER_JWT_KEY", "MERCURE_SUBSCRIBER_JWT_KEY",
 )  # fmt: skip
-#: Celery pools ``relayline worker`` runs: threads for I/O-bound turns (the default),
-#: prefork for CPU-heavy tools
-WORKER_POOLS = ("threads", "prefork")
+#: Celery pools ``relayline worker`` runs: gevent for I/O-bound turns (the default),
+#: threads where a process must not be monkey patched, prefork for CPU-heavy tools
+WORKER_POOLS = ("gevent", "threads", "prefork")
 #: the most turns one worker process may run at once (each holds a thread, a database
 #: connection while it writes, and its in-flight state)
 MAX_WORKER_CONCURRENCY = 4096
@@ -212,9 +212,10 @@ class Settings:
     #: OTEL_SERVICE_NAME, else relayline-web / relayline-worker
     service_name: str | None = None
     #: RELAYLINE_WORKER_POOL, the Celery pool of ``relayline worker``: one of WORKER_POOLS
-    worker_pool: str = "threads"
-    #: RELAYLINE_WORKER_CONCURRENCY, turns one worker process runs at once (threads pool:
-    #: threads; prefork: child processes). The store's connection pool follows it.
+    worker_pool: str = "gevent"
+    #: RELAYLINE_WORKER_CONCURRENCY, turns one worker process runs at once (gevent:
+    #: greenlets; threads: threads; prefork: child processes). The store's connection
+    #: pool and the broker's follow it.
     worker_concurrency: int = 64
     #: OPENAI_API_KEY, for agents that use OpenAIProvider.from_settings
     openai_api_key: str | None = None

@@ -8,6 +8,9 @@ taken for dead and no two workers run the same turn.
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import prometheus_client
 from celery import Celery
 from celery.signals import worker_init, worker_process_init
@@ -22,6 +25,10 @@ TASK_SOFT_TIME_LIMIT = 1500
 TASK_TIME_LIMIT = 1800
 #: seconds before the broker hands an unacknowledged task to another worker
 VISIBILITY_TIMEOUT = 3600
+#: broker connections beyond one per turn slot: the consumer's own, its heartbeat, timers
+BROKER_SPARE_CONNECTIONS = 10
+
+logger = logging.getLogger(__name__)
 
 assert LEASE_SECONDS < TASK_SOFT_TIME_LIMIT < TASK_TIME_LIMIT < VISIBILITY_TIMEOUT
 
@@ -41,11 +48,16 @@ def make_celery(settings: Settings | None = None) -> Celery:
         worker_prefetch_multiplier=1,
         # Many turns per process: a turn mostly waits on its model (RELAYLINE_WORKER_POOL,
         # RELAYLINE_WORKER_CONCURRENCY; the README gives the reason and the sizing rules).
-        worker_pool=settings.worker_pool,
+        worker_pool=_runnable_pool(settings.worker_pool),
         worker_concurrency=settings.worker_concurrency,
         task_soft_time_limit=TASK_SOFT_TIME_LIMIT,
         task_time_limit=TASK_TIME_LIMIT,
-        broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT},
+        broker_transport_options={
+            "visibility_timeout": VISIBILITY_TIMEOUT,
+            # Every turn acknowledges its task from its own thread (acks_late): the
+            # transport's pool must hold one connection per slot, not kombu's 10.
+            "max_connections": settings.worker_concurrency + BROKER_SPARE_CONNECTIONS,
+        },
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         # Undecodable messages go to the dead-letter list as well (worker.guard).
@@ -56,6 +68,26 @@ def make_celery(settings: Settings | None = None) -> Celery:
         # worker started without -Q consumes it, so turns run on dedicated workers.
         app.conf.task_default_queue = settings.queue
     return app
+
+
+def _runnable_pool(pool: str) -> str:
+    """The configured pool, unless it is gevent in a process gevent has not patched:
+    Celery patches only when the command line names the pool (``--pool gevent``, as
+    ``relayline worker`` does), and greenlets in an unpatched process would block one
+    another on every socket. Such a worker runs the threads pool and says why."""
+    if pool != "gevent" or _gevent_patched():
+        return pool
+    logger.warning(
+        "RELAYLINE_WORKER_POOL=gevent, but this process is not monkey patched: start "
+        "the worker with --pool gevent (relayline worker does). Running the threads pool."
+    )
+    return "threads"
+
+
+def _gevent_patched() -> bool:
+    # Patching imports gevent.monkey; a process that never imported it is unpatched.
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey is not None and bool(monkey.is_module_patched("socket"))
 
 
 app = make_celery()

@@ -1,8 +1,8 @@
-"""200 concurrent turns against ONE worker process on its default pool (threads), each
+"""200 concurrent turns against ONE worker process on its default pool (gevent), each
 with an approval and a frontend tool, over the native HTTP routes: every turn suspends
 for its approval, then for its frontend tool, then completes with its own results, and
 its stored history holds its own messages only; the approved backend tool ran once per
-turn. This is what the threads pool must keep true while many turns share the process's
+turn. This is what the gevent pool must keep true while many turns share the process's
 store, Redis clients, agent spec and scripted provider."""
 
 from __future__ import annotations
@@ -84,12 +84,14 @@ def test_200_concurrent_turns_with_approvals_and_frontend_tools_on_one_worker(
         threads = [f"many-{index:03d}" for index in range(TURNS)]
         with ThreadPoolExecutor(max_workers=TURNS) as clients:
             turns = list(clients.map(lambda thread: _turn(base, thread), threads))
-        # One process ran them all: the threads pool forks no children.
+        # One process ran them all: the gevent pool forks no children.
         children = subprocess.run(
             ["pgrep", "-P", str(worker.process.pid)], capture_output=True, text=True
         ).stdout.split()
         assert children == []
-        assert "(thread)" in worker.log.read_text()  # Celery's banner names the pool
+        # Celery's banner names the pool: gevent, so the process was patched (an
+        # unpatched one would have fallen back to the threads pool, "(thread)").
+        assert "(gevent)" in worker.log.read_text()
 
     for turn in turns:
         assert turn.approval["type"] == "interrupt", turn

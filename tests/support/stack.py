@@ -39,13 +39,13 @@ def stack_env(redis_url: str, database_url: str, counts: Path) -> dict[str, str]
 
 
 #: the pool ``relayline worker`` runs by default (shared.settings.Settings.worker_pool)
-DEFAULT_POOL = "threads"
+DEFAULT_POOL = "gevent"
 
 
 class Worker:
-    """One ``celery worker`` process: the threads pool (``concurrency`` turns at once,
-    default RELAYLINE_WORKER_CONCURRENCY) or, with ``pool="prefork"``, ``concurrency``
-    child processes (default 1)."""
+    """One ``celery worker`` process: the gevent pool (``concurrency`` turns at once,
+    default RELAYLINE_WORKER_CONCURRENCY), ``pool="threads"`` or, with
+    ``pool="prefork"``, ``concurrency`` child processes (default 1)."""
 
     def __init__(
         self,

@@ -1,7 +1,10 @@
-"""The worker pool settings and the commands that start workers: the threads pool with
-64 turns at once by default, prefork on request, bad values refused clearly."""
+"""The worker pool settings and the commands that start workers: the gevent pool with
+64 turns at once by default, threads or prefork on request, bad values refused clearly,
+and gevent asked of a process gevent has not patched runs the threads pool instead."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 
@@ -10,9 +13,9 @@ from shared.settings import Settings
 from worker.resources import EXTRA_CONNECTIONS, pool_options
 
 
-def test_the_default_pool_is_threads_with_64_turns_at_once() -> None:
+def test_the_default_pool_is_gevent_with_64_turns_at_once() -> None:
     settings = Settings.from_env({})
-    assert (settings.worker_pool, settings.worker_concurrency) == ("threads", 64)
+    assert (settings.worker_pool, settings.worker_concurrency) == ("gevent", 64)
 
 
 def test_pool_and_concurrency_come_from_the_environment() -> None:
@@ -25,7 +28,7 @@ def test_pool_and_concurrency_come_from_the_environment() -> None:
 @pytest.mark.parametrize(
     ("environ", "message"),
     [
-        ({"RELAYLINE_WORKER_POOL": "gevent"}, "RELAYLINE_WORKER_POOL must be one of"),
+        ({"RELAYLINE_WORKER_POOL": "eventlet"}, "RELAYLINE_WORKER_POOL must be one of"),
         ({"RELAYLINE_WORKER_CONCURRENCY": "0"}, "RELAYLINE_WORKER_CONCURRENCY must be positive"),
         ({"RELAYLINE_WORKER_CONCURRENCY": "many"}, "RELAYLINE_WORKER_CONCURRENCY must be a int"),
         ({"RELAYLINE_WORKER_CONCURRENCY": "5000"}, "between 1 and 4096"),
@@ -38,7 +41,7 @@ def test_bad_pool_settings_are_refused(environ: dict[str, str], message: str) ->
 
 def test_options_override_the_settings_and_are_checked_like_them() -> None:
     settings = Settings()
-    assert worker_pool(settings, None, None) == ("threads", 64)
+    assert worker_pool(settings, None, None) == ("gevent", 64)
     assert worker_pool(settings, "prefork", 2) == ("prefork", 2)
     with pytest.raises(ValueError, match="RELAYLINE_WORKER_CONCURRENCY must be between"):
         worker_pool(settings, None, 0)
@@ -65,6 +68,39 @@ def test_the_worker_command_and_environment_name_the_pool() -> None:
         "RELAYLINE_WORKER_POOL": "prefork",
         "RELAYLINE_WORKER_CONCURRENCY": "2",
     }
+
+
+@pytest.fixture
+def broker_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # worker.app builds its module-level app from the environment on import.
+    monkeypatch.setenv("CELERY_BROKER_URL", "memory://")
+
+
+@pytest.mark.usefixtures("broker_env")
+def test_gevent_in_an_unpatched_process_runs_the_threads_pool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # This test process is not monkey patched: a worker started without --pool gevent
+    # (a bare ``celery -A worker.app worker``) would be, nor is its socket module.
+    from worker.app import make_celery
+
+    url = "redis://127.0.0.1:1/0"
+    with caplog.at_level(logging.WARNING, logger="worker.app"):
+        app = make_celery(Settings(redis_url=url, worker_pool="gevent"))
+    assert app.conf.worker_pool == "threads"
+    assert "start the worker with --pool gevent" in caplog.text
+    assert make_celery(Settings(redis_url=url, worker_pool="prefork")).conf.worker_pool == "prefork"
+
+
+@pytest.mark.usefixtures("broker_env")
+def test_the_broker_pool_holds_a_connection_per_turn_slot() -> None:
+    # Each turn acknowledges its own task (acks_late): kombu's default of 10
+    # connections refused the acknowledgements of 500 turns ending together.
+    from worker.app import BROKER_SPARE_CONNECTIONS, make_celery
+
+    app = make_celery(Settings(redis_url="redis://127.0.0.1:1/0", worker_concurrency=500))
+    options = app.conf.broker_transport_options
+    assert options["max_connections"] == 500 + BROKER_SPARE_CONNECTIONS
 
 
 def test_the_store_pool_follows_the_concurrency() -> None:
