@@ -107,3 +107,20 @@ def test_the_store_pool_follows_the_concurrency() -> None:
     options = pool_options(Settings(worker_concurrency=200))
     assert options["pool_size"] == 200
     assert options["max_overflow"] == EXTRA_CONNECTIONS
+
+
+def test_a_gevent_worker_turns_amqp_heartbeats_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under gevent, Celery's synloop with AMQP heartbeats on received about 10 tasks a
+    # second (bench/scale.py, RabbitMQ broker); threads and prefork keep Celery's default.
+    import worker.app
+    from worker.app import make_celery
+
+    url = "amqp://guest:guest@127.0.0.1:1//"
+    monkeypatch.setattr(worker.app, "_gevent_patched", lambda: True)
+    app = make_celery(Settings(redis_url="redis://127.0.0.1:1/0", celery_broker_url=url))
+    assert app.conf.worker_pool == "gevent"
+    assert app.conf.broker_heartbeat == 0
+    threads = make_celery(
+        Settings(redis_url="redis://127.0.0.1:1/0", celery_broker_url=url, worker_pool="threads")
+    )
+    assert threads.conf.broker_heartbeat == 120
