@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import prometheus_client
 from celery import Celery
@@ -17,6 +18,9 @@ from celery.signals import worker_init, worker_process_init
 
 from shared import telemetry
 from shared.settings import Settings
+
+if TYPE_CHECKING:
+    from celery.worker import WorkController
 
 #: seconds a worker holds a run between checkpoints (longest single step)
 LEASE_SECONDS = 600
@@ -79,14 +83,9 @@ def _runnable_pool(pool: str) -> str:
     """The configured pool, unless it is gevent in a process gevent has not patched:
     Celery patches only when the command line names the pool (``--pool gevent``, as
     ``relayline worker`` does), and greenlets in an unpatched process would block one
-    another on every socket. Such a worker runs the threads pool and says why."""
-    if pool != "gevent" or _gevent_patched():
-        return pool
-    logger.warning(
-        "RELAYLINE_WORKER_POOL=gevent, but this process is not monkey patched: start "
-        "the worker with --pool gevent (relayline worker does). Running the threads pool."
-    )
-    return "threads"
+    another on every socket. Such a worker runs the threads pool (and says why when it
+    starts: ``_explain_pool``; a process that only imports this app has nothing to say)."""
+    return pool if pool != "gevent" or _gevent_patched() else "threads"
 
 
 def _gevent_patched() -> bool:
@@ -104,6 +103,17 @@ def _trace(**_: object) -> None:
     """Traces in the worker's main process (threads pool) and in each prefork child."""
     if telemetry.configure(Settings.from_env(), "relayline-worker"):
         telemetry.instrument(*telemetry.DEFAULT_PARTS)
+
+
+@worker_init.connect
+def _explain_pool(sender: WorkController, **_: object) -> None:
+    """A relayline worker asked for gevent but running threads says why, once, at start."""
+    asked = Settings.from_env().worker_pool
+    if sender.app is app and asked == "gevent" and app.conf.worker_pool == "threads":
+        logger.warning(
+            "RELAYLINE_WORKER_POOL=gevent, but this process is not monkey patched: start "
+            "the worker with --pool gevent (relayline worker does). Running the threads pool."
+        )
 
 
 @worker_init.connect

@@ -5,12 +5,17 @@ and gevent asked of a process gevent has not patched runs the threads pool inste
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from relayline.cli import main, worker_command, worker_env, worker_pool
 from shared.settings import Settings
 from worker.resources import EXTRA_CONNECTIONS, pool_options
+
+if TYPE_CHECKING:
+    from celery.worker import WorkController
 
 
 def test_the_default_pool_is_gevent_with_64_turns_at_once() -> None:
@@ -78,16 +83,26 @@ def broker_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("broker_env")
 def test_gevent_in_an_unpatched_process_runs_the_threads_pool(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # This test process is not monkey patched: a worker started without --pool gevent
     # (a bare ``celery -A worker.app worker``) would be, nor is its socket module.
-    from worker.app import make_celery
+    import worker.app
+    from worker.app import _explain_pool, make_celery
 
     url = "redis://127.0.0.1:1/0"
+    monkeypatch.setenv("RELAYLINE_WORKER_POOL", "gevent")
     with caplog.at_level(logging.WARNING, logger="worker.app"):
-        app = make_celery(Settings(redis_url=url, worker_pool="gevent"))
-    assert app.conf.worker_pool == "threads"
+        fallen_back = make_celery(Settings(redis_url=url, worker_pool="gevent"))
+        host_app = make_celery(Settings(redis_url=url, worker_pool="threads"))
+        # Building the app (any import of worker.app) says nothing: a host's own worker
+        # that only sends through it must not read a warning meant for another pool.
+        assert caplog.text == ""
+        _explain_pool(sender=cast("WorkController", SimpleNamespace(app=host_app)))
+        assert caplog.text == ""
+        monkeypatch.setattr(worker.app, "app", fallen_back)
+        _explain_pool(sender=cast("WorkController", SimpleNamespace(app=fallen_back)))
+    assert fallen_back.conf.worker_pool == "threads"
     assert "start the worker with --pool gevent" in caplog.text
     assert make_celery(Settings(redis_url=url, worker_pool="prefork")).conf.worker_pool == "prefork"
 
