@@ -16,7 +16,7 @@ import prometheus_client
 from celery import Celery
 from celery.signals import worker_init, worker_process_init
 
-from shared import telemetry
+from shared import redis_version, telemetry
 from shared.settings import Settings
 
 if TYPE_CHECKING:
@@ -33,6 +33,8 @@ VISIBILITY_TIMEOUT = 3600
 BROKER_SPARE_CONNECTIONS = 10
 
 logger = logging.getLogger(__name__)
+
+redis_version.read_once()  # before the broker's first connection
 
 assert LEASE_SECONDS < TASK_SOFT_TIME_LIMIT < TASK_TIME_LIMIT < VISIBILITY_TIMEOUT
 
@@ -67,6 +69,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
         # Undecodable messages go to the dead-letter list as well (worker.guard).
         worker_consumer="worker.guard:GuardedConsumer",
     )
+    if broker.split("://", 1)[0] in ("redis", "rediss"):
+        # Turns waiting in the broker are taken in batches, not one per round trip.
+        app.conf.broker_transport = "worker.intake:Transport"
     if pool == "gevent":
         # Under gevent Celery consumes in its blocking synloop, and with AMQP heartbeats
         # on it took about 100 ms per message (10 tasks/s received, measured; off: all at

@@ -16,9 +16,12 @@ from typing import TypedDict
 
 import redis
 
+from shared import redis_version
 from shared.persistence import Store
 from shared.registry import AgentRegistry
 from shared.settings import Settings
+
+redis_version.read_once()  # before the first connection of the process
 
 #: database connections beyond one per turn: the sweeper, and turns that briefly hold
 #: a second one (a read beside an open write)

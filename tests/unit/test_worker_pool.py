@@ -139,3 +139,16 @@ def test_a_gevent_worker_turns_amqp_heartbeats_off(monkeypatch: pytest.MonkeyPat
         Settings(redis_url="redis://127.0.0.1:1/0", celery_broker_url=url, worker_pool="threads")
     )
     assert threads.conf.broker_heartbeat == 120
+
+
+@pytest.mark.usefixtures("broker_env")
+def test_the_worker_takes_waiting_turns_in_batches_on_redis_only() -> None:
+    # worker.intake (tests/integration/test_batched_intake.py); RabbitMQ keeps its own
+    from worker.app import make_celery
+
+    redis_app = make_celery(Settings(redis_url="redis://127.0.0.1:1/0"))
+    assert redis_app.conf.broker_transport == "worker.intake:Transport"
+    amqp = make_celery(
+        Settings(redis_url="redis://127.0.0.1:1/0", celery_broker_url="amqp://guest@127.0.0.1:1//")
+    )
+    assert amqp.conf.broker_transport is None
