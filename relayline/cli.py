@@ -119,7 +119,7 @@ def worker_env(pool: str, concurrency: int, base: dict[str, str] | None = None) 
 
 def up(settings: Settings, host: str, port: int) -> int:
     """Everything on one machine: Redis (embedded when REDIS_URL is unset), SQLite,
-    migrations, one worker process (the threads pool: many turns at once) and the web
+    migrations, one worker process (the gevent pool: many turns at once) and the web
     server. Ctrl-C stops what it started."""
     overrides = {"DATABASE_URL": settings.database_url}
     embedded: Any = None

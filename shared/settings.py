@@ -217,6 +217,9 @@ class Settings:
     #: greenlets; threads: threads; prefork: child processes). The store's connection
     #: pool and the broker's follow it.
     worker_concurrency: int = 64
+    #: RELAYLINE_WEB_INTAKE_SLOTS, requests of one web process at once doing the work
+    #: before a POST's response starts (web.intake); the rest wait in arrival order
+    web_intake_slots: int = 16
     #: OPENAI_API_KEY, for agents that use OpenAIProvider.from_settings
     openai_api_key: str | None = None
     #: OPENAI_BASE_URL, an OpenAI-compatible chat completions API
@@ -258,6 +261,12 @@ class Settings:
             raise ValueError(
                 f"RELAYLINE_WORKER_CONCURRENCY must be between 1 and {MAX_WORKER_CONCURRENCY}, "
                 f"got {self.worker_concurrency}."
+            )
+
+        if not 1 <= self.web_intake_slots <= MAX_WORKER_CONCURRENCY:
+            raise ValueError(
+                f"RELAYLINE_WEB_INTAKE_SLOTS must be between 1 and {MAX_WORKER_CONCURRENCY}, "
+                f"got {self.web_intake_slots}."
             )
 
     @property
@@ -315,6 +324,7 @@ class Settings:
         concurrency = _number(
             get("RELAYLINE_WORKER_CONCURRENCY"), "RELAYLINE_WORKER_CONCURRENCY", int
         )
+        slots = _number(get("RELAYLINE_WEB_INTAKE_SLOTS"), "RELAYLINE_WEB_INTAKE_SLOTS", int)
         metrics_port = get("RELAYLINE_METRICS_PORT")
         if metrics_port is not None and not metrics_port.isdigit():
             raise ValueError("RELAYLINE_METRICS_PORT must be a port number.")
@@ -378,6 +388,7 @@ class Settings:
             worker_concurrency=(
                 int(concurrency) if concurrency is not None else cls.worker_concurrency
             ),
+            web_intake_slots=(int(slots) if slots is not None else cls.web_intake_slots),
             openai_api_key=get("OPENAI_API_KEY"),
             openai_base_url=get("OPENAI_BASE_URL") or cls.openai_base_url,
             model=get("RELAYLINE_MODEL"),

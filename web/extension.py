@@ -31,6 +31,7 @@ from web import (
     vercel,
 )
 from web.auth import UserLoader
+from web.intake import IntakeSlots
 from web.services import Services
 
 #: request bodies above this many bytes are refused with 413
@@ -77,7 +78,7 @@ class Relayline:
         svc.user_loader = current_user
         svc.url_prefix = prefix
         svc.init_app(app)
-        app.register_blueprint(_mount(), url_prefix=prefix or None)
+        app.register_blueprint(_mount(svc.settings.web_intake_slots), url_prefix=prefix or None)
         if telemetry.configure(svc.settings, "relayline-web"):
             _trace_requests(app)
             telemetry.instrument(*telemetry.DEFAULT_PARTS)  # the publish carries context
@@ -98,10 +99,11 @@ def _trace_requests(app: Flask) -> None:
     FlaskInstrumentor().instrument_app(app)  # type: ignore[no-untyped-call]
 
 
-def _mount() -> Blueprint:
+def _mount(slots: int) -> Blueprint:
     """A fresh parent blueprint holding relayline's own (one per application)."""
     parent = Blueprint("relayline", __name__)
     parent.before_request(_limit_body)
+    IntakeSlots(slots).init_app(parent)
     errors.init_app(parent)
     blueprints = (
         health,

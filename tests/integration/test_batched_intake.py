@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from typing import Any, cast
 
 import pytest
 import redis
@@ -55,11 +56,12 @@ def test_waiting_messages_come_in_one_read_recorded_as_kombu_records_them(
     assert sorted(m.payload["n"] for m in received) == list(range(10))
     client = redis.Redis.from_url(redis_url)
     assert client.llen(queue.name) == 0
-    stored = client.hgetall("unacked")
+    stored = cast(dict[bytes, bytes], client.hgetall("unacked"))
     assert len(stored) == 10 and client.zcard("unacked_index") == 10
     for message in received:
-        raw, exchange, routing_key = json.loads(stored[message.delivery_tag.encode()])
-        assert raw == message._raw  # the envelope, as kombu's QoS.append stores it
+        raw, exchange, routing_key = json.loads(stored[str(message.delivery_tag).encode()])
+        # the envelope, as kombu's QoS.append stores it
+        assert raw == message._raw  # type: ignore[attr-defined]
         assert (exchange, routing_key) == (queue.exchange.name, queue.name)
     for message in received:
         message.ack()
@@ -86,11 +88,13 @@ def test_taken_messages_are_restored_by_kombu_when_never_acknowledged(
     connection.drain_events(timeout=5)
     assert len(received) == 5
     with Connection(redis_url, transport_options={"visibility_timeout": 0}) as other:
-        other.default_channel.qos.restore_visible()
+        channel: Any = other.default_channel  # kombu's stubs lack the Redis QoS
+        channel.qos.restore_visible()
     client = redis.Redis.from_url(redis_url)
     assert client.llen(queue.name) == 5 and client.hlen("unacked") == 0
     restored = sorted(
-        json.loads(item)["headers"]["redelivered"] for item in client.lrange(queue.name, 0, -1)
+        json.loads(item)["headers"]["redelivered"]
+        for item in cast(list[bytes], client.lrange(queue.name, 0, -1))
     )
     assert restored == [True] * 5
 
@@ -105,6 +109,6 @@ def test_an_unreadable_envelope_is_left_for_kombu_in_its_place(
     received, _ = consume(connection, queue, prefetch=100)
     connection.drain_events(timeout=5)
     assert len(received) == 1  # the one BRPOP took; the batch stopped at the garbage
-    assert client.lindex(queue.name, -1) == b"not json"  # next in line, nothing lost
+    assert cast(bytes, client.lindex(queue.name, -1)) == b"not json"  # next in line, nothing lost
     assert client.llen(queue.name) == 2
     assert client.hlen("unacked") == 1
