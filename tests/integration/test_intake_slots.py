@@ -16,7 +16,7 @@ import web.dispatch
 from shared.settings import Settings
 from tests.support.http_app import PUSH_ENV
 from tests.support.stack import fresh_env
-from web import create_app
+from web import admission, create_app
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +82,7 @@ def test_no_more_than_the_slots_do_intake_at_once(
     inside = threading.Condition()
     active, most = 0, 0
     go = threading.Event()
-    real = web.dispatch.admit_turn
+    real = admission.admit_turn
 
     def held(*args: Any) -> None:
         nonlocal active, most
