@@ -26,6 +26,12 @@ redis_version.read_once()  # before the first connection of the process
 #: database connections beyond one per turn: the sweeper, and turns that briefly hold
 #: a second one (a read beside an open write)
 EXTRA_CONNECTIONS = 4
+#: connections a worker's turns hold at most at once. A turn holds one only while it
+#: reads or commits (no store method takes a second one), so a few dozen serve
+#: hundreds of turns; past it a turn waits for a free one (pool_timeout) instead of
+#: opening more: 100 turns starting at once on a pool of 104 ran PostgreSQL (100
+#: connections by default) out of connections and failed 5 turns (bench/scale.py).
+MAX_POOL_SIZE = 32
 
 
 @dataclasses.dataclass
@@ -50,9 +56,10 @@ class PoolOptions(TypedDict):
 
 
 def pool_options(settings: Settings) -> PoolOptions:
-    """Engine pool options for a worker that runs ``worker_concurrency`` turns at once."""
+    """Engine pool options for a worker that runs ``worker_concurrency`` turns at once:
+    one connection per turn up to MAX_POOL_SIZE; past it, turns wait for one."""
     return {
-        "pool_size": settings.worker_concurrency,
+        "pool_size": min(settings.worker_concurrency, MAX_POOL_SIZE),
         "max_overflow": EXTRA_CONNECTIONS,
         # A turn waits this long for a connection before its write fails (never forever).
         "pool_timeout": 30,

@@ -156,7 +156,8 @@ def test_redis_restarted_mid_relay_the_run_completes_into_history(tmp_path: Path
             until(
                 lambda: (
                     worker.process.poll() is not None
-                    or worker.log.read_text().count("Connected to redis") > 1
+                    # the consumer's own line, twice (not "pidbox: Connected to")
+                    or worker.log.read_text().count("] Connected to ") > 1
                 ),
                 "the worker to exit or reconnect",
             )

@@ -12,7 +12,7 @@ import pytest
 
 from relayline.cli import main, worker_command, worker_env, worker_pool
 from shared.settings import Settings
-from worker.resources import EXTRA_CONNECTIONS, pool_options
+from worker.resources import EXTRA_CONNECTIONS, MAX_POOL_SIZE, pool_options
 
 if TYPE_CHECKING:
     from celery.worker import WorkController
@@ -118,10 +118,14 @@ def test_the_broker_pool_holds_a_connection_per_turn_slot() -> None:
     assert options["max_connections"] == 500 + BROKER_SPARE_CONNECTIONS
 
 
-def test_the_store_pool_follows_the_concurrency() -> None:
-    options = pool_options(Settings(worker_concurrency=200))
-    assert options["pool_size"] == 200
-    assert options["max_overflow"] == EXTRA_CONNECTIONS
+def test_the_store_pool_follows_the_concurrency_up_to_its_cap() -> None:
+    small = pool_options(Settings(worker_concurrency=8))
+    assert (small["pool_size"], small["max_overflow"]) == (8, EXTRA_CONNECTIONS)
+    # 200 turns share MAX_POOL_SIZE connections: one each would exceed PostgreSQL's
+    # default max_connections (100) on its own.
+    large = pool_options(Settings(worker_concurrency=200))
+    assert large["pool_size"] == MAX_POOL_SIZE < 100
+    assert large["max_overflow"] == EXTRA_CONNECTIONS
 
 
 def test_a_gevent_worker_turns_amqp_heartbeats_off(monkeypatch: pytest.MonkeyPatch) -> None:
