@@ -214,8 +214,8 @@ class Settings:
     #: RELAYLINE_WORKER_POOL, the Celery pool of ``relayline worker``: one of WORKER_POOLS
     worker_pool: str = "gevent"
     #: RELAYLINE_WORKER_CONCURRENCY, turns one worker process runs at once (gevent:
-    #: greenlets; threads: threads; prefork: child processes). The store's connection
-    #: pool and the broker's follow it.
+    #: greenlets; threads: threads; prefork: child processes). The broker's connection
+    #: pool follows it, the store's up to worker.resources.MAX_POOL_SIZE.
     worker_concurrency: int = 64
     #: RELAYLINE_WEB_INTAKE_SLOTS, requests of one web process at once doing the work
     #: before a POST's response starts (web.intake); the rest wait in arrival order

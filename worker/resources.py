@@ -16,15 +16,12 @@ from typing import TypedDict
 
 import redis
 
-from shared import redis_version
 from shared.persistence import Store
 from shared.registry import AgentRegistry
 from shared.settings import Settings
 
-redis_version.read_once()  # before the first connection of the process
-
-#: database connections beyond one per turn: the sweeper, and turns that briefly hold
-#: a second one (a read beside an open write)
+#: database connections beyond the turns' share (opened when asked for, closed when
+#: returned): the sweeper's, and slack for a burst
 EXTRA_CONNECTIONS = 4
 #: connections a worker's turns hold at most at once. A turn holds one only while it
 #: reads or commits (no store method takes a second one), so a few dozen serve

@@ -37,22 +37,24 @@ def publish(redis_url: str, queue: Queue, count: int) -> None:
                              declare=[queue], serializer="json")  # fmt: skip
 
 
-def consume(connection: Connection, queue: Queue, prefetch: int) -> tuple[list[Message], Consumer]:
+def take_once(connection: Connection, queue: Queue, prefetch: int) -> list[Message]:
+    """Consume ``queue`` with ``prefetch`` credit and drain the connection once: what one
+    read delivered (kombu's own transport delivers one message per read)."""
     received: list[Message] = []
     consumer = Consumer(
         connection.default_channel, [queue], callbacks=[lambda _b, m: received.append(m)]
     )
     consumer.qos(prefetch_count=prefetch)
     consumer.consume()
-    return received, consumer
+    connection.drain_events(timeout=5)
+    return received
 
 
 def test_waiting_messages_come_in_one_read_recorded_as_kombu_records_them(
     redis_url: str, queue: Queue, connection: Connection
 ) -> None:
     publish(redis_url, queue, 10)
-    received, _ = consume(connection, queue, prefetch=100)
-    connection.drain_events(timeout=5)  # kombu's own transport delivers one per call
+    received = take_once(connection, queue, prefetch=100)
     assert sorted(m.payload["n"] for m in received) == list(range(10))
     client = redis.Redis.from_url(redis_url)
     assert client.llen(queue.name) == 0
@@ -72,8 +74,7 @@ def test_the_prefetch_credit_bounds_what_is_taken(
     redis_url: str, queue: Queue, connection: Connection
 ) -> None:
     publish(redis_url, queue, 10)
-    received, _ = consume(connection, queue, prefetch=3)
-    connection.drain_events(timeout=5)
+    received = take_once(connection, queue, prefetch=3)
     assert [m.payload["n"] for m in received] == [0, 1, 2]  # in publish order
     assert redis.Redis.from_url(redis_url).llen(queue.name) == 7
     assert BATCH >= 3
@@ -84,8 +85,7 @@ def test_taken_messages_are_restored_by_kombu_when_never_acknowledged(
 ) -> None:
     # A worker that took them and died: kombu's visibility timeout brings them back.
     publish(redis_url, queue, 5)
-    received, _ = consume(connection, queue, prefetch=100)
-    connection.drain_events(timeout=5)
+    received = take_once(connection, queue, prefetch=100)
     assert len(received) == 5
     with Connection(redis_url, transport_options={"visibility_timeout": 0}) as other:
         channel: Any = other.default_channel  # kombu's stubs lack the Redis QoS
@@ -106,8 +106,7 @@ def test_an_unreadable_envelope_is_left_for_kombu_in_its_place(
     publish(redis_url, queue, 1)
     client.lpush(queue.name, b"not json")
     publish(redis_url, queue, 1)  # queue, oldest first: message 0, the garbage, message 0'
-    received, _ = consume(connection, queue, prefetch=100)
-    connection.drain_events(timeout=5)
+    received = take_once(connection, queue, prefetch=100)
     assert len(received) == 1  # the one BRPOP took; the batch stopped at the garbage
     assert cast(bytes, client.lindex(queue.name, -1)) == b"not json"  # next in line, nothing lost
     assert client.llen(queue.name) == 2
