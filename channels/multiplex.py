@@ -20,6 +20,11 @@ blocked XREAD (and one Redis connection) per SSE response.
   silence timeout) instead of waiting with a timeout of its own, which under gevent
   costs a timer and an exception object per event relayed; the reader wakes those
   whose time has come every ``tick`` seconds (its XREAD blocks no longer than that).
+- **Direct writes:** a response may hand the reader a ``Sink`` (web.direct) once its
+  headers are out: the reader then writes each read's frames itself instead of
+  queueing them and waking the response, until the sink declines (a write the client's
+  socket took only in part, a gone client) or the read holds the terminal; then the
+  response takes over again.
 - **Failure:** a Redis error goes to every subscription (which ends its response with
   the protocol's failure frames) and the reader retries with backoff.
 """
@@ -35,7 +40,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Final, Protocol, cast
 
 import redis
@@ -90,6 +95,17 @@ class _Wire(Protocol):
 _Item = list[str] | ChannelReadError
 
 
+class Sink(Protocol):
+    """Where the reader writes a subscription's events itself (web.direct.DirectSink)."""
+
+    def write(self, batch: Sequence[Spliced]) -> bool:
+        """(the reader) Write the events (never a terminal); False when not all of it
+        went out, or the client is gone: the response takes over."""
+
+    def flush(self) -> None:
+        """(the response) Send what ``write`` left; raise when the client is gone."""
+
+
 class Subscription:
     """One reader of one segment's log, from after ``after`` (a sequence; -1 for the
     start) to its terminal. Close it (or use it as a context manager) when done."""
@@ -115,6 +131,10 @@ class Subscription:
         self._stalled = False  # the reader left this log out: wake it once drained
         #: while the response waits: the monotonic time by which to wake it regardless
         self._due = math.inf
+        #: while set, the reader writes what it reads here instead of queueing it
+        self._sink: Sink | None = None
+        #: the monotonic time the response last had, or the reader wrote, an event
+        self._heard = time.monotonic()
 
     # the reader's side -------------------------------------------------------------
 
@@ -124,10 +144,45 @@ class Subscription:
         return self._delivered - self._taken
 
     def _deliver(self, item: _Item) -> None:
+        sink = self._sink
+        if sink is not None and isinstance(item, list) and not self._items:
+            item = self._write(sink, item)
+            if self._sink is not None:
+                return  # all written
         if isinstance(item, list):
             self._delivered += len(item)
-        self._items.append(item)
+        self._items.append(item)  # possibly empty: what wakes the response to take over
         self._ready.set()
+
+    def _write(self, sink: Sink, texts: list[str]) -> list[str]:
+        """Write the read's events to ``sink``; what is left for the response to take
+        (the terminal and after, or all of it when a text cannot be spliced: the
+        response meets the error in order). Clears the sink when the response must take
+        over."""
+        batch: list[Spliced] = []
+        after = self.after
+        rest: list[str] = []
+        try:
+            for index, text in enumerate(texts):
+                spliced = splice(text)
+                if spliced.sequence <= after:
+                    continue
+                if spliced.type in _TERMINALS:
+                    rest = texts[index:]
+                    break
+                after = spliced.sequence
+                batch.append(spliced)
+        except ChannelReadError:
+            self._sink = None
+            return texts
+        self.after = after
+        if batch:
+            self._heard = time.monotonic()
+            if not sink.write(batch):
+                self._sink = None
+        if rest:
+            self._sink = None
+        return rest
 
     def _full(self) -> bool:
         """Whether the queue is full; if so, the next drain wakes the reader."""
@@ -144,39 +199,61 @@ class Subscription:
 
     # the response's side -----------------------------------------------------------
 
-    def batches(self, *, wait: float, timeout: float) -> Iterator[list[Spliced] | None]:
+    def batches(
+        self, *, wait: float, timeout: float, sink: Sink | None = None
+    ) -> Iterator[list[Spliced] | None]:
         """The envelopes after the cursor, in order, as batches of whatever arrived
         together, the terminal last; None after each ``wait`` seconds without one (a
         heartbeat). Raises ChannelReadError after ``timeout`` seconds of silence, on a
-        Redis error, or when the thread's newest segment is another one."""
-        heard = beat = time.monotonic()
-        while True:
-            texts = self._take(min(beat + wait, heard + timeout))
-            if texts is None:
-                beat = time.monotonic()
-                if beat - heard >= timeout:
-                    raise ChannelReadError(
-                        f"Segment {self.stream_id} was silent for {timeout:g} seconds."
-                    )
-                self._check_not_replaced()
-                yield None
-                continue
-            heard = beat = time.monotonic()
-            batch = []
-            after = self.after
-            for text in texts:
-                spliced = splice(text)
-                if spliced.sequence <= after:
+        Redis error, or when the thread's newest segment is another one.
+
+        With a ``sink``, once something was yielded (the response's headers are out)
+        the reader writes the events to it whenever nothing waits here, and they are not
+        yielded; whatever the sink raises from ``flush`` ends the iteration."""
+        self._heard = beat = time.monotonic()
+        handed = False  # something was yielded: the response's headers are out
+        try:
+            while True:
+                if sink is not None and handed and not self._items:
+                    self._sink = sink
+                due = min(max(beat, self._heard) + wait, self._heard + timeout)
+                texts = self._take(due)
+                if sink is not None:
+                    self._sink = None  # the socket is the response's again
+                    sink.flush()
+                if texts is None:
+                    now = time.monotonic()
+                    if now - self._heard >= timeout:
+                        raise ChannelReadError(
+                            f"Segment {self.stream_id} was silent for {timeout:g} seconds."
+                        )
+                    if now < max(beat, self._heard) + wait:
+                        continue  # the reader wrote events meanwhile: no heartbeat due
+                    beat = now
+                    self._check_not_replaced()
+                    handed = True
+                    yield None
                     continue
-                after = spliced.sequence
-                batch.append(spliced)
-                if spliced.type in _TERMINALS:
-                    break
-            self.after = after
-            if batch:
-                yield batch
-                if batch[-1].type in _TERMINALS:
-                    return
+                if texts:
+                    self._heard = beat = time.monotonic()
+                batch = []
+                after = self.after
+                for text in texts:
+                    spliced = splice(text)
+                    if spliced.sequence <= after:
+                        continue
+                    after = spliced.sequence
+                    batch.append(spliced)
+                    if spliced.type in _TERMINALS:
+                        break
+                self.after = after
+                if batch:
+                    handed = True
+                    yield batch
+                    if batch[-1].type in _TERMINALS:
+                        return
+        finally:
+            self._sink = None  # never written by the reader once the response is gone
 
     def _take(self, due: float) -> list[str] | None:
         """The texts of every queued read (about ``queue_limit`` at most), waiting
@@ -222,6 +299,7 @@ class Subscription:
             check_not_replaced(self.mux.client, self.thread_id, self.stream_id)
 
     def close(self) -> None:
+        self._sink = None
         if not self.closed:
             self.closed = True
             self.mux._remove(self)

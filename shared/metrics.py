@@ -38,6 +38,12 @@ OPEN_STREAMS = Gauge(
     multiprocess_mode="livesum",
 )
 EVENTS_RELAYED = Counter("relayline_events_relayed", "Events relayed to SSE clients.")
+RELAY_DIRECT_WRITES = Counter(
+    "relayline_relay_direct_writes",
+    "Socket writes of relayed frames the log reader made itself (web.direct), by "
+    "outcome: whole; partial (the response sent the rest); gone (the client had left).",
+    ["outcome"],
+)
 FIRST_EVENT_SECONDS = Histogram(
     "relayline_time_to_first_event_seconds",
     "From a turn's request to its first relayed event.",

@@ -172,6 +172,11 @@ class Settings:
     #: RELAYLINE_RELAY_TIMEOUT, seconds a relayed response waits for the worker's next
     #: event before it gives up
     relay_timeout: float = 300.0
+    #: RELAYLINE_RELAY_DIRECT (default on; 0, false or off turns it off): under
+    #: gunicorn's gevent worker the log reader writes a relayed response's frames
+    #: straight to its socket once its headers are out (web.direct); off, every frame
+    #: goes through the WSGI chain, for a WSGI middleware that must see the body
+    relay_direct: bool = True
     #: RELAYLINE_HEARTBEAT_TTL, seconds a worker's heartbeat on a run it executes lives
     #: unrenewed: a run whose heartbeat lapsed is recovered by another worker
     heartbeat_ttl: float = 15.0
@@ -376,6 +381,8 @@ class Settings:
                 subscriber_jwt_key=get("MERCURE_SUBSCRIBER_JWT_KEY"),
             ),
             relay_timeout=float(timeout) if timeout is not None else cls.relay_timeout,
+            relay_direct=(get("RELAYLINE_RELAY_DIRECT") or "on").lower()
+            not in ("0", "false", "off"),
             stream_retention=float(retention) if retention is not None else cls.stream_retention,
             stream_max_age=float(max_age) if max_age is not None else cls.stream_max_age,
             stream_max_events=(

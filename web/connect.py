@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response, current_app, request
 
 from channels.envelope import Envelope
 from channels.log import active_segment, entries
@@ -33,6 +33,7 @@ from shared.tools import redactions
 from web.agui import agent_spec, agui_thread_payload
 from web.auth import check_thread_id, current_user, thread_for
 from web.bounds import json_body
+from web.direct import direct_socket
 from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, log_frames
 from web.services import services
 
@@ -78,6 +79,7 @@ def connect(agent_id: str) -> Response:
             timeout=svc.settings.relay_timeout,
             ids=False,
             started=bool(backlog),
+            direct=direct_socket(request.environ, svc.settings),
         )
     return Response(_body(snapshot, backlog, frames), headers=headers)
 

@@ -17,7 +17,6 @@ from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
 from channels import (
-    TERMINALS,
     ActiveSegment,
     ChannelReadError,
     LogLimits,
@@ -54,6 +53,7 @@ from shared.sse import encode_event
 from shared.texts import delivery_not_configured, run_recovered, stream_lost
 from web.admission import admit_turn, retract, withdraw
 from web.bounds import json_body as json_body  # re-exported: it lived here
+from web.direct import ClientGone, DirectSocket, direct_socket, frames_of
 from web.sending import release_if_idle, send_by_name
 from web.services import Services, services
 from web.stop import DisconnectPolicy, disconnect_policy, stop
@@ -249,6 +249,7 @@ def relay(
         on_dropped=dropped,
         preface=preface,
         began=began,
+        direct=direct_socket(request.environ, svc.settings),
     )
     return Response(body, headers=headers)
 
@@ -265,11 +266,13 @@ def _relayed(
     on_dropped: Callable[[], None] | None = None,
     preface: Sequence[str] = (),
     began: float | None = None,
+    direct: DirectSocket | None = None,
 ) -> Iterator[str]:
     """The SSE body: the segment ``stream_id`` from its start to its terminal. A client
     that goes away closes this generator, which drops only its read of the log (the run
     goes on in the worker and its result lands in history), unless ``on_dropped`` is
-    given: then it is called, to stop the run."""
+    given: then it is called, to stop the run. ``direct``: the response's socket, which
+    the log reader may write itself (web.direct)."""
     metrics.OPEN_STREAMS.inc()
     first = True
 
@@ -279,6 +282,12 @@ def _relayed(
             metrics.FIRST_EVENT_SECONDS.observe(time.monotonic() - began)
         first = False
         metrics.EVENTS_RELAYED.inc(count)
+
+    gone = False
+
+    def went_away() -> None:
+        nonlocal gone
+        gone = True
 
     try:
         yield from preface
@@ -294,7 +303,11 @@ def _relayed(
             timeout=timeout,
             ids=protocol == "native",
             on_frames=relayed,
+            direct=direct,
+            on_gone=went_away,
         )
+        if gone and on_dropped is not None:
+            on_dropped()  # found by a direct write rather than by the server's own
     except GeneratorExit:
         if on_dropped is not None:
             on_dropped()
@@ -316,29 +329,35 @@ def log_frames(
     ids: bool,
     started: bool = False,
     on_frames: Callable[[int], None] | None = None,
+    direct: DirectSocket | None = None,
+    on_gone: Callable[[], None] | None = None,
 ) -> Iterator[str]:
     """The segment's log after ``after`` as SSE frames, spliced from the envelopes
     (channels.splice), joined per batch read; a heartbeat comment per ``heartbeat``
     seconds of silence; the terminal is not sent. A broken transport ends with the
     protocol's error frames (``started``: the client already saw the segment begin).
-    ``ids`` puts ``id: <sequence>`` before each frame (the native cursor)."""
+    ``ids`` puts ``id: <sequence>`` before each frame (the native cursor). With
+    ``direct`` (the response's socket, web.direct), the log reader writes the frames
+    itself once the headers are out; a client it finds gone ends the body (and calls
+    ``on_gone``)."""
     subscription = None
+    sink = direct.sink(ids=ids, on_frames=on_frames) if direct is not None else None
     try:
         # Subscribed here, not by the caller: a body never iterated holds no read.
         subscription = logs.subscribe(stream_id, after=after, thread_id=thread_id)
-        for batch in subscription.batches(wait=heartbeat, timeout=timeout):
+        for batch in subscription.batches(wait=heartbeat, timeout=timeout, sink=sink):
             if batch is None:
                 yield SSE_HEARTBEAT
                 continue
-            if ids:
-                frames = [f"id: {s.sequence}\n{s.frame}" for s in batch if s.type not in TERMINALS]
-            else:
-                frames = [s.frame for s in batch if s.type not in TERMINALS]
+            frames = frames_of(batch, ids)
             if frames:
                 started = True
                 if on_frames is not None:
                     on_frames(len(frames))
                 yield "".join(frames)
+    except ClientGone:
+        if on_gone is not None:
+            on_gone()
     except (ChannelReadError, RedisError) as exc:
         ended = delivery_error(exc, thread_id)
         for frame in failure_frames(protocol, thread_id, seed, ended, started=started):

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flask import Response, current_app
+from flask import Response, current_app, request
 
 from channels import active_segment
 from channels.log import LogGoneError, LogReader, latest_segment
 from shared.jobs import ProtocolName
 from shared.protocols import protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
+from web.direct import direct_socket
 from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, STREAM_ID_HEADER, log_frames
 from web.services import services
 
@@ -58,6 +59,7 @@ def resumed_response(
         heartbeat=heartbeat,
         timeout=svc.settings.relay_timeout,
         ids=ids,
+        direct=direct_socket(request.environ, svc.settings),
     )
     headers = {**protocol(protocol_name).headers, **SSE_HEADERS}
     return Response(_opened(frames), headers={**headers, STREAM_ID_HEADER: reader.stream_id})

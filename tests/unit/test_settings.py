@@ -261,3 +261,11 @@ def test_the_segment_log_limits_are_configurable() -> None:
     assert Settings.from_env({}).stream_retention == 600.0  # the default
     with pytest.raises(ValueError, match="RELAYLINE_STREAM_MAX_EVENTS"):
         Settings.from_env({"RELAYLINE_STREAM_MAX_EVENTS": "many"})
+
+
+@pytest.mark.parametrize(
+    ("value", "direct"), [(None, True), ("1", True), ("0", False), ("off", False), ("False", False)]
+)
+def test_direct_relay_writes_are_on_unless_turned_off(value: str | None, direct: bool) -> None:
+    env = {} if value is None else {"RELAYLINE_RELAY_DIRECT": value}
+    assert Settings.from_env(env).relay_direct is direct
