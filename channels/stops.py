@@ -62,7 +62,17 @@ class StopWatcher:
         self._subscribed = threading.Event()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
+        #: the listener runs: set before it starts, cleared as it ends (read instead of
+        #: ``Thread.is_alive``, which under gevent yields to the hub, and did so with
+        #: the lock held: a convoy of every run starting in a burst)
+        self._listening = False
         self._pid = os.getpid()
+
+    def start(self) -> None:
+        """Subscribe now, not on the first ``watch`` (a worker calls this when it is
+        ready): the first runs of a burst need not wait for the subscription."""
+        with self._lock:
+            self._start()
 
     def watch(self, run_id: str, token: CancelToken) -> Callable[[], None]:
         """Set ``token`` when ``run_id``'s stop is announced; returns the unwatch."""
@@ -85,12 +95,19 @@ class StopWatcher:
         self._closed.set()
 
     def _start(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
+        if self._listening:
             return
+        self._listening = True
         self._thread = threading.Thread(target=self._listen, name="relayline-stops", daemon=True)
         self._thread.start()
 
     def _listen(self) -> None:
+        try:
+            self._subscribe_until_closed()
+        finally:
+            self._listening = False  # the next watch starts another
+
+    def _subscribe_until_closed(self) -> None:
         while not self._closed.is_set():
             pubsub = self._client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
             try:

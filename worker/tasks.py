@@ -409,6 +409,8 @@ _sweepers: list[Sweeper] = []
 @worker_ready.connect
 def _start_sweeper(**_: object) -> None:
     res = resources()
+    if app.conf.worker_pool != "prefork":  # a prefork child runs one turn: it subscribes then
+        process_watcher(res.redis).start()  # subscribed before the first turn arrives
 
     def send(job: RecoverJob) -> None:
         shown = shown_kwargs(RECOVER_RUN, job.thread_id, job.run_id)

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import requests
 
 from channels.envelope import Envelope
 from channels.log import entries, latest_segment
+from channels.stops import STOPS_CHANNEL
 from shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
@@ -346,3 +348,31 @@ def _stop_the_waiting_turn(web: WebServer, env: dict[str, str], tmp_path: Path) 
     assert count(tmp_path, "model") == calls  # the model was never called for it
     thread = requests.get(f"{web.url}/api/threads/s-queued", timeout=10).json()
     assert thread["run"]["status"] == "cancelled"
+
+
+def test_a_ready_worker_listens_for_stops_before_its_first_turn(
+    tmp_path: Path, redis_databases: RedisDatabases
+) -> None:
+    """Subscribed when ready, not by its first run: under a burst of turns a listener
+    started by the first one took over a second to subscribe, and every run starting
+    meanwhile waited for it."""
+    with redis_databases.database(f"stop listener {tmp_path.name}") as redis_url:
+        client = redis.Redis.from_url(redis_url)
+
+        def listeners() -> int:
+            counts: list[tuple[bytes, int]] = client.pubsub_numsub(STOPS_CHANNEL)  # type: ignore[assignment]
+            return int(dict(counts).get(STOPS_CHANNEL.encode(), 0))
+
+        before = listeners()  # Pub/Sub channels are server-wide: count from here
+        worker = Worker(fresh_env(tmp_path, redis_url), "listening")
+        try:
+            deadline = threading.Event()
+            timer = threading.Timer(10, deadline.set)
+            timer.start()
+            while listeners() <= before and not deadline.is_set():
+                deadline.wait(0.02)  # polled: the subscription follows the ready signal
+            timer.cancel()
+            assert listeners() == before + 1  # no turn was sent
+        finally:
+            worker.stop()
+            client.close()
