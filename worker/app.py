@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import prometheus_client
 from celery import Celery
-from celery.signals import worker_init, worker_process_init
+from celery.signals import worker_init, worker_process_init, worker_ready
 
-from shared import redis_version, telemetry
+from shared import collector, redis_version, telemetry
 from shared.settings import Settings
 
 if TYPE_CHECKING:
@@ -128,3 +128,10 @@ def _serve_metrics(**_: object) -> None:
     port = Settings.from_env().metrics_port
     if port is not None:
         prometheus_client.start_http_server(port, addr="127.0.0.1")
+
+
+@worker_ready.connect
+@worker_process_init.connect
+def _tune_collector(**_: object) -> None:
+    """Once the worker (or a prefork child) holds what it keeps: shared.collector."""
+    collector.tune()
