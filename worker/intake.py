@@ -30,6 +30,8 @@ from kombu.transport import virtual
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
+from shared.redis_channel import ReusingChannel
+
 #: messages one script call takes beyond the one BRPOP delivered
 BATCH = 64
 
@@ -77,7 +79,11 @@ class QoS(kombu_redis.QoS):
         super().append(message, delivery_tag)
 
 
-class Channel(kombu_redis.Channel):
+class Channel(ReusingChannel):
+    """Kombu's channel taking the waiting turns in batches, with one Redis client for
+    its commands (shared.redis_channel: kombu built one per acknowledgement and per
+    unacked record)."""
+
     QoS = QoS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

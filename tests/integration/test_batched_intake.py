@@ -111,3 +111,19 @@ def test_an_unreadable_envelope_is_left_for_kombu_in_its_place(
     assert cast(bytes, client.lindex(queue.name, -1)) == b"not json"  # next in line, nothing lost
     assert client.llen(queue.name) == 2
     assert client.hlen("unacked") == 1
+
+
+def test_its_commands_share_one_kept_client_and_still_acknowledge(
+    redis_url: str, queue: Queue, connection: Connection
+) -> None:
+    """kombu builds a ``redis.Redis`` per acknowledgement and per unacked record (about
+    as costly as the command); the channel keeps one (shared.redis_channel)."""
+    publish(redis_url, queue, 3)
+    received = take_once(connection, queue, prefetch=100)
+    channel: Any = connection.default_channel
+    with channel.conn_or_acquire() as first, channel.conn_or_acquire() as second:
+        assert first is second
+    for message in received:
+        message.ack()
+    client = redis.Redis.from_url(redis_url)
+    assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0

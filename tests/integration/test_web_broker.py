@@ -12,7 +12,8 @@ import pytest
 import redis
 
 from shared.jobs import RUN_TURN, TurnJobJSON
-from web.broker import ReusingChannel, web_celery
+from shared.redis_channel import ReusingChannel
+from web.broker import web_celery
 from web.sending import send_by_name
 from web.services import Services
 
