@@ -283,12 +283,6 @@ def _relayed(
         first = False
         metrics.EVENTS_RELAYED.inc(count)
 
-    gone = False
-
-    def went_away() -> None:
-        nonlocal gone
-        gone = True
-
     try:
         yield from preface
         # The native cursor (`id:`) is what EventSource resends as Last-Event-ID.
@@ -304,10 +298,8 @@ def _relayed(
             ids=protocol == "native",
             on_frames=relayed,
             direct=direct,
-            on_gone=went_away,
+            on_gone=on_dropped,  # a client found gone by the log reader's own write
         )
-        if gone and on_dropped is not None:
-            on_dropped()  # found by a direct write rather than by the server's own
     except GeneratorExit:
         if on_dropped is not None:
             on_dropped()
