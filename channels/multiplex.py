@@ -155,34 +155,40 @@ class Subscription:
         self._ready.set()
 
     def _write(self, sink: Sink, texts: list[str]) -> list[str]:
-        """Write the read's events to ``sink``; what is left for the response to take
-        (the terminal and after, or all of it when a text cannot be spliced: the
-        response meets the error in order). Clears the sink when the response must take
-        over."""
-        batch: list[Spliced] = []
-        after = self.after
-        rest: list[str] = []
+        """Write the read's events to ``sink``; what is left for the response to take:
+        nothing, or the whole read when it holds the terminal (the end is the
+        response's) or a text that cannot be spliced (the response meets the error in
+        order). Clears the sink when the response must take over."""
         try:
-            for index, text in enumerate(texts):
-                spliced = splice(text)
-                if spliced.sequence <= after:
-                    continue
-                if spliced.type in _TERMINALS:
-                    rest = texts[index:]
-                    break
-                after = spliced.sequence
-                batch.append(spliced)
+            batch = self._fresh(texts)
         except ChannelReadError:
             self._sink = None
             return texts
-        self.after = after
-        if batch:
-            self._heard = time.monotonic()
-            if not sink.write(batch):
-                self._sink = None
-        if rest:
+        if not batch:
+            return []
+        if batch[-1].type in _TERMINALS:
             self._sink = None
-        return rest
+            return texts
+        self.after = batch[-1].sequence
+        self._heard = time.monotonic()
+        if not sink.write(batch):
+            self._sink = None
+        return []
+
+    def _fresh(self, texts: list[str]) -> list[Spliced]:
+        """The events of ``texts`` after the cursor, in order, up to and including a
+        terminal (the cursor itself is left where it is)."""
+        batch: list[Spliced] = []
+        after = self.after
+        for text in texts:
+            spliced = splice(text)
+            if spliced.sequence <= after:
+                continue
+            after = spliced.sequence
+            batch.append(spliced)
+            if spliced.type in _TERMINALS:
+                break
+        return batch
 
     def _full(self) -> bool:
         """Whether the queue is full; if so, the next drain wakes the reader."""
@@ -236,18 +242,9 @@ class Subscription:
                     continue
                 if texts:
                     self._heard = beat = time.monotonic()
-                batch = []
-                after = self.after
-                for text in texts:
-                    spliced = splice(text)
-                    if spliced.sequence <= after:
-                        continue
-                    after = spliced.sequence
-                    batch.append(spliced)
-                    if spliced.type in _TERMINALS:
-                        break
-                self.after = after
+                batch = self._fresh(texts)
                 if batch:
+                    self.after = batch[-1].sequence
                     handed = True
                     yield batch
                     if batch[-1].type in _TERMINALS:
