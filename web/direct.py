@@ -21,13 +21,12 @@ that must see (or buffers) the body.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from channels import TERMINALS
 from channels.splice import Spliced
-from shared import metrics
+from shared import green, metrics
 from shared.settings import Settings
 
 # Bound once: a label lookup per write would cost what this module saves.
@@ -124,7 +123,7 @@ def direct_socket(environ: Mapping[str, Any], settings: Settings) -> DirectSocke
     gunicorn's gevent worker and the settings allow direct writes; else None (every
     frame goes through the WSGI chain)."""
     sock = environ.get("gunicorn.socket")
-    if not settings.relay_direct or sock is None or not _gevent_patched():
+    if not settings.relay_direct or sock is None or not green.patched():
         return None
     if not type(sock).__module__.startswith("gevent"):
         return None
@@ -134,8 +133,3 @@ def direct_socket(environ: Mapping[str, Any], settings: Settings) -> DirectSocke
     # (gunicorn.http.wsgi.Response.is_chunked); an HTTP/1.0 body is written as it is.
     chunked = environ.get("SERVER_PROTOCOL", "HTTP/1.0") not in ("HTTP/1.0", "HTTP/0.9")
     return DirectSocket(sock, chunked=chunked)
-
-
-def _gevent_patched() -> bool:
-    monkey = sys.modules.get("gevent.monkey")
-    return monkey is not None and bool(monkey.is_module_patched("threading"))

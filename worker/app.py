@@ -9,14 +9,13 @@ taken for dead and no two workers run the same turn.
 from __future__ import annotations
 
 import logging
-import sys
 from typing import TYPE_CHECKING
 
 import prometheus_client
 from celery import Celery
 from celery.signals import worker_init, worker_process_init, worker_ready
 
-from shared import collector, redis_version, telemetry
+from shared import collector, green, redis_version, telemetry
 from shared.settings import Settings
 
 if TYPE_CHECKING:
@@ -90,13 +89,7 @@ def _runnable_pool(pool: str) -> str:
     ``relayline worker`` does), and greenlets in an unpatched process would block one
     another on every socket. Such a worker runs the threads pool (and says why when it
     starts: ``_explain_pool``; a process that only imports this app has nothing to say)."""
-    return pool if pool != "gevent" or _gevent_patched() else "threads"
-
-
-def _gevent_patched() -> bool:
-    # Patching imports gevent.monkey; a process that never imported it is unpatched.
-    monkey = sys.modules.get("gevent.monkey")
-    return monkey is not None and bool(monkey.is_module_patched("socket"))
+    return pool if pool != "gevent" or green.patched("socket") else "threads"
 
 
 app = make_celery()

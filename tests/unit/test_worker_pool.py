@@ -131,11 +131,11 @@ def test_the_store_pool_follows_the_concurrency_up_to_its_cap() -> None:
 def test_a_gevent_worker_turns_amqp_heartbeats_off(monkeypatch: pytest.MonkeyPatch) -> None:
     # Under gevent, Celery's synloop with AMQP heartbeats on received about 10 tasks a
     # second (bench/scale.py, RabbitMQ broker); threads and prefork keep Celery's default.
-    import worker.app
+    from shared import green
     from worker.app import make_celery
 
     url = "amqp://guest:guest@127.0.0.1:1//"
-    monkeypatch.setattr(worker.app, "_gevent_patched", lambda: True)
+    monkeypatch.setattr(green, "patched", lambda module="threading": True)
     app = make_celery(Settings(redis_url="redis://127.0.0.1:1/0", celery_broker_url=url))
     assert app.conf.worker_pool == "gevent"
     assert app.conf.broker_heartbeat == 0
