@@ -90,12 +90,19 @@ class ScriptedProvider:
         if step.get("delay_ms"):
             wait(step["delay_ms"] / 1000)
         pause = step.get("chunk_delay_ms", 0) / 1000
+        # Chunk n is due n pauses after the first: a consumer that falls behind finds
+        # the chunks due meanwhile waiting, as a real stream's socket buffer holds them,
+        # rather than every chunk coming a pause after the consumer asked for it.
+        due = time.monotonic()
         for key, delta_type in (("reasoning", ReasoningDelta), ("text", TextDelta)):
             if key in step:
                 text = _render(step[key], messages, user_text)
                 for start in range(0, len(text), self.chunk_size):
                     if pause:
-                        wait(pause)
+                        due += pause
+                        left = due - time.monotonic()
+                        if left > 0:
+                            wait(left)
                     yield delta_type(text[start : start + self.chunk_size])
         if "error" in step:
             raise ProviderError(str(step["error"]))

@@ -340,6 +340,42 @@ def test_delays_are_accepted() -> None:
     assert text_of(play(provider, user("x"))) == "abcdef"
 
 
+class _Clock:
+    """A clock that moves only when the provider sleeps or the consumer works."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(round(seconds, 6))
+        self.now += seconds
+
+
+def test_chunks_keep_their_schedule_when_the_consumer_falls_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 8 chunks, one per 10 ms; the consumer spends 35 ms on the second: the three
+    # chunks due meanwhile come at once (as a socket buffer holds them), then the
+    # pace resumes on the original schedule, and the answer ends when it would have.
+    clock = _Clock()
+    monkeypatch.setattr("shared.providers.scripted.time", clock)
+    provider = ScriptedProvider(
+        script({"match": "", "steps": [{"text": "abcdefgh", "chunk_delay_ms": 10}]}, chunk_size=1)
+    )
+    texts = []
+    for delta in provider.stream(request(user("x"))):
+        texts.append(delta.text)  # type: ignore[union-attr]
+        if len(texts) == 2:
+            clock.now += 0.035
+    assert "".join(texts) == "abcdefgh"
+    assert clock.sleeps == [0.01, 0.01, 0.005, 0.01, 0.01]
+    assert clock.now == pytest.approx(100.08)
+
+
 def test_templates_fill_in_one_pass_and_results_belong_to_this_turn() -> None:
     provider = ScriptedProvider(
         {
