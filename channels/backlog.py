@@ -14,6 +14,7 @@ count, so the depth is never over-counted for longer than that.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import cast
 
 import redis
@@ -41,13 +42,26 @@ def admit(
     limit: int,
     owner_limit: int,
     max_age: float,
+    then: Callable[[Pipeline], None] | None = None,
 ) -> Refusal | None:
-    """Add the turn unless a limit (0: none) is reached; the limit it met, else None."""
-    found = client.eval(
-        _ADMIT, 2, QUEUED_KEY, owner_key(owner), stream_id, limit, owner_limit, float(max_age)
-    )
-    code = int(cast(int, found))
-    return Refusal(code) if code else None
+    """Add the turn unless a limit (0: none) is reached; the limit it met, else None.
+    ``then`` queues what an admitted turn does next (the web's announcement): with no
+    limit set nothing can refuse, so those commands share the admission's round trip;
+    with a limit they run only once the turn is admitted (a refusal leaves nothing)."""
+    args = (2, QUEUED_KEY, owner_key(owner), stream_id, limit, owner_limit, float(max_age))
+    pipe = client.pipeline(transaction=False)
+    pipe.eval(_ADMIT, *args)
+    if then is not None and not limit and not owner_limit:
+        then(pipe)
+        then = None
+    code = int(cast(int, pipe.execute()[0]))
+    if code:
+        return Refusal(code)
+    if then is not None:
+        pipe = client.pipeline(transaction=False)
+        then(pipe)
+        pipe.execute()
+    return None
 
 
 def started(client: redis.Redis, stream_id: str, owner: str) -> None:

@@ -116,12 +116,19 @@ def announce(
     client: redis.Redis, thread_id: str, segment: ActiveSegment, limits: LogLimits
 ) -> None:
     """Record ``segment`` as the thread's active one (the web, at enqueue)."""
-    keep = _seconds(limits.max_age + limits.retention)
     pipe = client.pipeline(transaction=False)
+    queue_announce(pipe, thread_id, segment, limits)
+    pipe.execute()
+
+
+def queue_announce(
+    pipe: Pipeline, thread_id: str, segment: ActiveSegment, limits: LogLimits
+) -> None:
+    """``announce``'s commands, queued on a pipeline the caller executes."""
+    keep = _seconds(limits.max_age + limits.retention)
     pipe.set(active_key(thread_id), segment.pointer, ex=_seconds(limits.max_age))
     pipe.sadd(segments_key(thread_id), segment.stream_id)
     pipe.expire(segments_key(thread_id), keep)
-    pipe.execute()
 
 
 def forget_thread(client: redis.Redis, thread_id: str) -> int:

@@ -12,7 +12,9 @@ not the broker, and counts once it is sent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
+from redis.client import Pipeline
 from redis.exceptions import RedisError
 from werkzeug.exceptions import TooManyRequests
 
@@ -34,8 +36,11 @@ class QueueFullError(TooManyRequests):
         super().__init__(message, retry_after=RETRY_AFTER_SECONDS)
 
 
-def admit_turn(svc: Services, stream_id: str, owner: str) -> None:
-    """Count the turn as queued, or refuse it with ``QueueFullError``. A Redis outage
+def admit_turn(
+    svc: Services, stream_id: str, owner: str, then: Callable[[Pipeline], None] | None = None
+) -> None:
+    """Count the turn as queued, or refuse it with ``QueueFullError``; ``then`` queues
+    what an admitted turn does next (channels.backlog.admit). A Redis outage
     propagates: the send that follows could not work either (503)."""
     settings = svc.settings
     refusal = admit(
@@ -45,6 +50,7 @@ def admit_turn(svc: Services, stream_id: str, owner: str) -> None:
         limit=settings.max_queued_turns,
         owner_limit=settings.max_queued_turns_per_owner,
         max_age=settings.stream_max_age,
+        then=then,
     )
     if refusal is Refusal.GLOBAL:
         raise QueueFullError(

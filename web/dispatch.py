@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Literal
 
 from flask import Response, current_app, jsonify, request, url_for
+from redis.client import Pipeline
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
@@ -21,8 +22,8 @@ from channels import (
     ChannelReadError,
     LogLimits,
     SegmentReplacedError,
-    announce,
 )
+from channels.log import queue_announce
 from channels.mercure import thread_topic
 from channels.multiplex import LogMultiplexer
 from channels.pusher import thread_channel
@@ -51,7 +52,7 @@ from shared.protocols import failure_frames, protocol
 from shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from shared.sse import encode_event
 from shared.texts import delivery_not_configured, run_recovered, stream_lost
-from web.admission import admit_turn, retract, withdraw
+from web.admission import QueueFullError, admit_turn, retract, withdraw
 from web.bounds import json_body as json_body  # re-exported: it lived here
 from web.direct import ClientGone, DirectSocket, direct_socket, frames_of
 from web.sending import release_if_idle, send_by_name
@@ -131,15 +132,24 @@ def _send(job: TurnJob | ContinueJob) -> Sent:
     a reload finds it from now on)."""
     svc = services()
     stream_id = new_stream_id()
-    admit_turn(svc, stream_id, job.owner)  # 429 before anything is announced or sent
     segment = ActiveSegment(job.protocol, stream_id)
+    limits = LogLimits.from_settings(svc.settings)
+
+    def announced(pipe: Pipeline) -> None:
+        queue_announce(pipe, job.thread_id, segment, limits)
+
     try:
-        announce(svc.redis, job.thread_id, segment, LogLimits.from_settings(svc.settings))
+        # 429 before anything is announced or sent; an admitted turn is announced in
+        # the same round trip when no limit is set.
+        admit_turn(svc, stream_id, job.owner, then=announced)
         job = dataclasses.replace(job, stream_id=stream_id)
         task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
         send_by_name(svc, task, job.to_json())
+    except QueueFullError:
+        raise  # refused: nothing was counted or announced
     except BaseException:
-        # Not sent (the broker is down: a 503): leave no count and no announced segment.
+        # Not sent (Redis or the broker is down: a 503): leave no count and no
+        # announced segment.
         withdraw(svc, stream_id, job.owner)
         retract(svc, job.thread_id, segment)
         raise

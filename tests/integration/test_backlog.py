@@ -4,10 +4,11 @@ at start, and entries whose removal was lost trimmed by age."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis
+from redis.client import Pipeline
 
 from channels.backlog import Refusal, admit, depth, started
 
@@ -46,3 +47,24 @@ def test_a_lost_removal_is_trimmed_by_age(client: redis.Redis) -> None:
         assert time.monotonic() < deadline, "the lost entry was never trimmed"
         time.sleep(0.1)  # the passing of time is what is tested, bounded above
     assert admit(client, "next", "alice", limit=1, owner_limit=1, max_age=1) is None
+
+
+@pytest.mark.parametrize("limited", [True, False], ids=["limited", "unlimited"])
+def test_what_follows_admission_runs_only_for_an_admitted_turn(
+    client: redis.Redis, limited: bool
+) -> None:
+    # The web announces the segment with ``then``: in the admission's own round trip
+    # when no limit can refuse, after it otherwise, and never for a refused turn.
+    limit = 1 if limited else 0
+
+    def announce(member: str) -> Callable[[Pipeline], None]:
+        return lambda pipe: pipe.set(f"then:{member}", "announced")
+
+    for member in ("first", "second"):
+        admit(
+            client, member, "alice", limit=limit, owner_limit=0, max_age=60, then=announce(member)
+        )
+    assert client.get("then:first") == b"announced"
+    assert (client.get("then:second") is None) is limited
+    assert depth(client, 60) == (1 if limited else 2)
+    client.delete("then:first", "then:second")
