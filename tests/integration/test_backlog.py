@@ -58,7 +58,10 @@ def test_what_follows_admission_runs_only_for_an_admitted_turn(
     limit = 1 if limited else 0
 
     def announce(member: str) -> Callable[[Pipeline], None]:
-        return lambda pipe: pipe.set(f"then:{member}", "announced")
+        def queue(pipe: Pipeline) -> None:
+            pipe.set(f"then:{member}", "announced")
+
+        return queue
 
     for member in ("first", "second"):
         admit(
