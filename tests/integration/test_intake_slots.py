@@ -84,7 +84,7 @@ def test_no_more_than_the_slots_do_intake_at_once(
     go = threading.Event()
     real = admission.admit_turn
 
-    def held(*args: Any) -> None:
+    def held(*args: Any, **kwargs: Any) -> None:
         nonlocal active, most
         with inside:
             active += 1
@@ -93,7 +93,7 @@ def test_no_more_than_the_slots_do_intake_at_once(
         go.wait(PATIENCE)  # held inside the intake until the test lets it go
         with inside:
             active -= 1
-        real(*args)
+        real(*args, **kwargs)
 
     monkeypatch.setattr(web.dispatch, "admit_turn", held)
     statuses: list[int] = []
