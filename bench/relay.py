@@ -289,11 +289,16 @@ def http_get(port: int, path: str, timeout: float = 2.0) -> int:
 
 
 @contextlib.contextmanager
-def gunicorn(env: dict[str, str], logdir: Path, workers: int | None = None) -> Iterator[Server]:
+def gunicorn(
+    env: dict[str, str], logdir: Path, workers: int | None = None, app: str | None = None
+) -> Iterator[Server]:
     """``relayline web``'s exact gunicorn command (the production app) on a free port;
-    ``workers`` overrides its worker count (an experiment, reported as such)."""
+    ``workers`` overrides its worker count (an experiment, reported as such), ``app``
+    its WSGI app (a baseline's)."""
     port = free_port()
     command = web_command("127.0.0.1", port)
+    if app is not None:
+        command[command.index("web.wsgi:app")] = app
     if workers is not None:
         command[command.index("--workers") + 1] = str(workers)
     expected = int(command[command.index("--workers") + 1])

@@ -68,6 +68,8 @@ from shared.settings import Settings
 
 DOCS = ROOT / "docs"
 AGENT = "bench.scale_agent:build"
+#: the floor's Flask and Celery apps (bench/scale_floor.py)
+FLOOR = "bench.scale_floor"
 #: the done-when targets
 FIRST_BYTE_P99_TARGET = 1.0
 FIVE_SECOND_WALL_TARGET = 12.0
@@ -82,6 +84,8 @@ IDLE_SECONDS = 3.0
 #: quiet turns for the fixed cost, and how many at a time
 QUIET_TURNS = 200
 QUIET_AT_ONCE = 10
+#: turns the floor posts at once (the done-when burst)
+FLOOR_TURNS = 500
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,13 +127,19 @@ class Workers:
 
 
 @contextlib.contextmanager
-def workers(env: dict[str, str], count: int, concurrency: int, logdir: Path) -> Iterator[Workers]:
+def workers(
+    env: dict[str, str], count: int, concurrency: int, logdir: Path, app: str | None = None
+) -> Iterator[Workers]:
+    """``count`` worker processes as ``relayline worker`` runs them (``app``: another
+    Celery app on the same command, a baseline's)."""
     started: list[subprocess.Popen[bytes]] = []
     logs: list[Path] = []
     try:
         for index in range(count):
             log = logdir / f"worker-{index}-{uuid.uuid4().hex[:6]}.log"
             command = [*worker_command(POOL[0], concurrency), "-n", f"bench{index}@%h"]
+            if app is not None:
+                command[command.index("worker.app")] = app
             command += ["--without-gossip", "--without-mingle"]
             with log.open("w") as handle:
                 started.append(
@@ -327,6 +337,46 @@ def run_config(config: Config, redis_url: str, logdir: Path) -> Result:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Floor:
+    """The same burst against bench/scale_floor.py: Flask, Celery and Redis alone."""
+
+    turns: int
+    failed: int
+    first_p50: float
+    first_p99: float
+    wall: float
+
+
+def floor(redis_url: str, logdir: Path, turns: int) -> Floor:
+    """``turns`` posted at once to the floor app (bench/scale_floor.py) on the same web
+    command and worker command, pool and concurrency as relayline's run: the first-byte
+    latency this machine leaves before any of relayline's own work."""
+    env = {
+        **dict(__import__("os").environ),
+        "REDIS_URL": redis_url,
+        "CELERY_BROKER_URL": redis_url,
+        "PYTHONPATH": str(ROOT),
+    }
+    concurrency = max(DEFAULT_CONCURRENCY, turns)
+    with (
+        workers(env, 1, concurrency, logdir, app=f"{FLOOR}:celery"),
+        gunicorn(env, logdir, app=f"{FLOOR}:app") as web,
+    ):
+        time.sleep(IDLE_SECONDS)  # as measure() rests before relayline's burst
+        started = time.perf_counter()
+        timings = asyncio.run(many_turns(web.port, ["floor"] * turns, turns))
+        wall = time.perf_counter() - started
+    firsts = sorted(t.first for t in timings if t.ok) or [float("nan")]
+    return Floor(
+        turns=turns,
+        failed=sum(not t.ok for t in timings),
+        first_p50=percentile(firsts, 0.5),  # type: ignore[arg-type]
+        first_p99=percentile(firsts, 0.99),  # type: ignore[arg-type]
+        wall=wall,
+    )
+
+
 def fixed_cost(redis_url: str, logdir: Path) -> tuple[float, float, int]:
     """CPU ms per quiet turn across web and worker (and of the worker alone), one
     worker and one web process."""
@@ -364,7 +414,9 @@ def rows_of(results: Sequence[Result]) -> list[Row]:
     return rows
 
 
-def done_when_rows(results: Sequence[Result], fixed_ms: float | None) -> list[Row]:
+def done_when_rows(
+    results: Sequence[Result], fixed_ms: float | None, base: Floor | None = None
+) -> list[Row]:
     rows: list[Row] = []
     for r in results:
         c = r.config
@@ -376,8 +428,8 @@ def done_when_rows(results: Sequence[Result], fixed_ms: float | None) -> list[Ro
                     "done",
                     "500 x 3 s turns, 1 worker: first-byte p99, errors",
                     f"{r.first_p99:.2f} s, {r.failed} failed",
-                    "-",
-                    "-",
+                    "-" if base is None else f"floor {base.first_p99:.2f} s",
+                    "-" if base is None else f"{r.first_p99 / base.first_p99:.1f}x the floor",
                     "<= 1 s, 0 failed",
                     verdict(r.first_p99 <= FIRST_BYTE_P99_TARGET and r.failed == 0),
                 )
@@ -405,6 +457,18 @@ def done_when_rows(results: Sequence[Result], fixed_ms: float | None) -> list[Ro
                     verdict(r.wall <= FIVE_SECOND_WALL_TARGET and r.failed == 0),
                 )
             )
+    if base is not None:
+        rows.append(
+            Row(
+                "done",
+                f"the floor: {base.turns} turns at once through Flask, Celery and Redis alone",
+                f"first byte p50 {base.first_p50:.2f} s, p99 {base.first_p99:.2f} s",
+                "-",
+                f"{base.failed} failed, wall {base.wall:.1f} s",
+                "-",
+                "info",
+            )
+        )
     if fixed_ms is not None:
         rows.append(
             Row(
@@ -420,7 +484,7 @@ def done_when_rows(results: Sequence[Result], fixed_ms: float | None) -> list[Ro
     return rows
 
 
-def plot(results: Sequence[Result], path: Path) -> None:
+def plot(results: Sequence[Result], path: Path, base: Floor | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -462,6 +526,15 @@ def plot(results: Sequence[Result], path: Path) -> None:
             linestyle="--",
             label=f"p50, {label}",
         )
+    if base is not None:
+        right.plot(
+            [base.turns],
+            [base.first_p99],
+            marker="x",
+            linestyle="",
+            color="black",
+            label="p99, floor: Flask, Celery and Redis alone",
+        )
     right.axhline(FIRST_BYTE_P99_TARGET, color="grey", linewidth=0.8, linestyle=":")
     right.set(
         xlabel="concurrent 3 s turns",
@@ -500,6 +573,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--broker", default="redis", help="redis,rabbitmq")
     parser.add_argument("--seconds", type=float, default=3.0, help="answer pace: 3 or 5")
     parser.add_argument("--fixed", action="store_true", help="measure the fixed cost")
+    parser.add_argument(
+        "--floor", action="store_true", help="500 turns through Flask, Celery and Redis alone"
+    )
     parser.add_argument("--no-write", action="store_true", help="do not write docs/")
     parser.add_argument(
         "--pool",
@@ -512,7 +588,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.plot_only:
         saved = json.loads((DOCS / "scale.json").read_text())
-        plot([_result(r) for r in saved["results"]], DOCS / "scale.png")
+        saved_floor = saved.get("floor")
+        base = None if saved_floor is None else Floor(**saved_floor)
+        plot([_result(r) for r in saved["results"]], DOCS / "scale.png", base)
         return 0
     configs: list[Config] = []
     if args.matrix:
@@ -551,6 +629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))  # tests.support is not an installed package
     results: list[Result] = []
     fixed_ms: float | None = None
+    base: Floor | None = None
     busy0, total0 = machine_cpu()
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as tmp, redis_database() as url:
         logdir = Path(tmp)
@@ -559,6 +638,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"fixed CPU per quiet turn: {fixed_ms:.1f} ms, of which the worker "
                 f"{worker_ms:.1f} ms ({failed} failed)",
+                flush=True,
+            )
+        if args.floor or args.done_when:
+            base = floor(url, logdir, FLOOR_TURNS)
+            print(
+                f"floor: {base.turns} turns, first byte p50 {base.first_p50:.2f} s "
+                f"p99 {base.first_p99:.2f} s ({base.failed} failed)",
                 flush=True,
             )
         for config in configs:
@@ -572,7 +658,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_table(rows_of([result]), f"{config} ({time.monotonic() - started:.0f} s)")
     busy1, total1 = machine_cpu()
     print_table(rows_of(results), "all configurations")
-    done = done_when_rows(results, fixed_ms)
+    done = done_when_rows(results, fixed_ms, base)
     if done:
         print_table(done, "done when")
     print(f"machine busy {100 * (busy1 - busy0) / (total1 - total0):.0f}% over the run")
@@ -580,10 +666,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         DOCS.mkdir(exist_ok=True)
         record = {
             "fixed_cpu_ms": fixed_ms,
+            "floor": None if base is None else dataclasses.asdict(base),
             "results": [dataclasses.asdict(r) for r in results],
         }
         (DOCS / "scale.json").write_text(json.dumps(record, indent=1) + "\n")
-        plot(results, DOCS / "scale.png")
+        plot(results, DOCS / "scale.png", base)
         print(f"wrote {DOCS / 'scale.json'} and {DOCS / 'scale.png'}")
     return 0
 
