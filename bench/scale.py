@@ -346,6 +346,8 @@ class Floor:
     first_p50: float
     first_p99: float
     wall: float
+    #: CPU of the web and worker processes per turn (nan in runs recorded before it)
+    cpu_per_turn_ms: float = float("nan")
 
 
 def floor(redis_url: str, logdir: Path, turns: int) -> Floor:
@@ -360,13 +362,16 @@ def floor(redis_url: str, logdir: Path, turns: int) -> Floor:
     }
     concurrency = max(DEFAULT_CONCURRENCY, turns)
     with (
-        workers(env, 1, concurrency, logdir, app=f"{FLOOR}:celery"),
+        workers(env, 1, concurrency, logdir, app=f"{FLOOR}:celery") as started_workers,
         gunicorn(env, logdir, app=f"{FLOOR}:app") as web,
     ):
+        pids = [*started_workers.pids, *web.workers]
         time.sleep(IDLE_SECONDS)  # as measure() rests before relayline's burst
+        before = cpu_seconds(pids)
         started = time.perf_counter()
         timings = asyncio.run(many_turns(web.port, ["floor"] * turns, turns))
         wall = time.perf_counter() - started
+        cpu = cpu_seconds(pids) - before
     firsts = sorted(t.first for t in timings if t.ok) or [float("nan")]
     return Floor(
         turns=turns,
@@ -374,6 +379,7 @@ def floor(redis_url: str, logdir: Path, turns: int) -> Floor:
         first_p50=percentile(firsts, 0.5),  # type: ignore[arg-type]
         first_p99=percentile(firsts, 0.99),  # type: ignore[arg-type]
         wall=wall,
+        cpu_per_turn_ms=cpu / turns * 1000,
     )
 
 
@@ -464,7 +470,8 @@ def done_when_rows(
                 f"the floor: {base.turns} turns at once through Flask, Celery and Redis alone",
                 f"first byte p50 {base.first_p50:.2f} s, p99 {base.first_p99:.2f} s",
                 "-",
-                f"{base.failed} failed, wall {base.wall:.1f} s",
+                f"{base.failed} failed, wall {base.wall:.1f} s, "
+                f"cpu {base.cpu_per_turn_ms:.1f} ms/turn (web + worker)",
                 "-",
                 "info",
             )
@@ -644,7 +651,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             base = floor(url, logdir, FLOOR_TURNS)
             print(
                 f"floor: {base.turns} turns, first byte p50 {base.first_p50:.2f} s "
-                f"p99 {base.first_p99:.2f} s ({base.failed} failed)",
+                f"p99 {base.first_p99:.2f} s, cpu {base.cpu_per_turn_ms:.1f} ms/turn "
+                f"({base.failed} failed)",
                 flush=True,
             )
         for config in configs:
