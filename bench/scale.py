@@ -290,20 +290,24 @@ def measure(
     return Load(timings, wall, cpu, worker_cpu, max(0, rss.peak - idle_rss))
 
 
+def child_env(redis_url: str, broker_url: str, **extra: str) -> dict[str, str]:
+    """The environment of the web and worker processes a run starts."""
+    return {
+        **dict(__import__("os").environ),
+        "REDIS_URL": redis_url,
+        "CELERY_BROKER_URL": broker_url,
+        "PYTHONPATH": str(ROOT),
+        **extra,
+    }
+
+
 @contextlib.contextmanager
 def stack(
     config: Config, redis_url: str, logdir: Path, concurrency: int
 ) -> Iterator[tuple[int, list[int], list[int]]]:
     """(web port, worker pids, every measured pid) of a running stack."""
     with database(config.db, logdir) as db_url, broker(config.broker, redis_url) as broker_url:
-        env = {
-            **dict(__import__("os").environ),
-            "REDIS_URL": redis_url,
-            "CELERY_BROKER_URL": broker_url,
-            "DATABASE_URL": db_url,
-            "RELAYLINE_AGENT": AGENT,
-            "PYTHONPATH": str(ROOT),
-        }
+        env = child_env(redis_url, broker_url, DATABASE_URL=db_url, RELAYLINE_AGENT=AGENT)
         with (
             workers(env, config.workers, concurrency, logdir) as started,
             gunicorn(env, logdir, workers=config.webs) as web,
@@ -354,32 +358,23 @@ def floor(redis_url: str, logdir: Path, turns: int) -> Floor:
     """``turns`` posted at once to the floor app (bench/scale_floor.py) on the same web
     command and worker command, pool and concurrency as relayline's run: the first-byte
     latency this machine leaves before any of relayline's own work."""
-    env = {
-        **dict(__import__("os").environ),
-        "REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": redis_url,
-        "PYTHONPATH": str(ROOT),
-    }
+    env = child_env(redis_url, redis_url)
     concurrency = max(DEFAULT_CONCURRENCY, turns)
     with (
-        workers(env, 1, concurrency, logdir, app=f"{FLOOR}:celery") as started_workers,
+        workers(env, 1, concurrency, logdir, app=f"{FLOOR}:celery") as started,
         gunicorn(env, logdir, app=f"{FLOOR}:app") as web,
     ):
-        pids = [*started_workers.pids, *web.workers]
-        time.sleep(IDLE_SECONDS)  # as measure() rests before relayline's burst
-        before = cpu_seconds(pids)
-        started = time.perf_counter()
-        timings = asyncio.run(many_turns(web.port, ["floor"] * turns, turns))
-        wall = time.perf_counter() - started
-        cpu = cpu_seconds(pids) - before
-    firsts = sorted(t.first for t in timings if t.ok) or [float("nan")]
+        # Measured as relayline's runs are: after the same rest, idle CPU subtracted.
+        pids = [*started.pids, *web.workers]
+        load = measure(web.port, started.pids, pids, ["floor"] * turns, turns)
+    firsts = sorted(t.first for t in load.timings if t.ok) or [float("nan")]
     return Floor(
         turns=turns,
-        failed=sum(not t.ok for t in timings),
+        failed=sum(not t.ok for t in load.timings),
         first_p50=percentile(firsts, 0.5),  # type: ignore[arg-type]
         first_p99=percentile(firsts, 0.99),  # type: ignore[arg-type]
-        wall=wall,
-        cpu_per_turn_ms=cpu / turns * 1000,
+        wall=load.wall,
+        cpu_per_turn_ms=load.cpu / turns * 1000,
     )
 
 

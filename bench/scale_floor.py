@@ -26,7 +26,7 @@ _settings = Settings.from_env()
 _url = _settings.redis_url or "redis://127.0.0.1:6379/0"
 #: the event the task writes; bench/scale.py counts a turn ok when it holds "[end]"
 EVENT = b'{"type":"text","text":"[end]"}'
-#: seconds a view waits for its task's event
+#: milliseconds a view waits for its task's event
 PATIENCE_MS = 60_000
 
 celery = Celery("relayline-floor", broker=_url)
