@@ -230,7 +230,7 @@ class Settings:
     #: OPENAI_BASE_URL, an OpenAI-compatible chat completions API
     openai_base_url: str = "https://api.openai.com/v1"
     #: RELAYLINE_MODEL, the model the default agent uses: ``<provider>:<model>`` (a
-    #: pydantic-ai model name, e.g. ``anthropic:claude-sonnet-4-5``) selects
+    #: pydantic-ai model name, e.g. ``anthropic:claude-sonnet-5-5``) selects
     #: PydanticAIProvider; OpenAIProvider.from_settings takes a bare name
     model: str | None = None
     #: the values of MODEL_KEY_VARIABLES that are set: pydantic-ai reads the keys itself,

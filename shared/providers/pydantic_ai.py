@@ -1,6 +1,6 @@
 """Every provider pydantic-ai supports, through its direct model API.
 
-``PydanticAIProvider("anthropic:claude-sonnet-4-5")`` (or any pydantic-ai model name, or a
+``PydanticAIProvider("anthropic:claude-sonnet-5-5")`` (or any pydantic-ai model name, or a
 ``pydantic_ai.models.Model``) streams one model call per :meth:`PydanticAIProvider.stream`
 with ``pydantic_ai.direct``: our messages and tool schemas become pydantic-ai's message
 types and ``ModelRequestParameters``, its streamed parts become our deltas. pydantic-ai
@@ -73,8 +73,8 @@ _EXTRAS = {
 class PydanticAIProvider:
     """Streams one model call through pydantic-ai; holds no conversation state.
 
-    ``model`` is a pydantic-ai model name (``"openai:gpt-4o-mini"``,
-    ``"anthropic:claude-sonnet-4-5"``, ``"google:gemini-2.5-flash"``, ``"groq:..."``,
+    ``model`` is a pydantic-ai model name (``"openai:gpt-6.1-terra"``,
+    ``"anthropic:claude-sonnet-5-5"``, ``"google:gemini-3.8-flash"``, ``"groq:..."``,
     ``"bedrock:..."``, ...), resolved on the first call, or a ``Model`` instance
     (``OpenAIChatModel(..., provider=OpenAIProvider(base_url=...))`` for any
     OpenAI-compatible server). ``model_settings`` go with every call (temperature,
@@ -90,8 +90,8 @@ class PydanticAIProvider:
     ) -> None:
         if isinstance(model, str) and not model.strip():
             raise ValueError(
-                "PydanticAIProvider needs a model, e.g. 'openai:gpt-4o-mini' or "
-                "'anthropic:claude-sonnet-4-5'."
+                "PydanticAIProvider needs a model, e.g. 'openai:gpt-6.1-terra' or "
+                "'anthropic:claude-sonnet-5-5'."
             )
         self._spec = model
         self._model: Model | None = None if isinstance(model, str) else model
@@ -103,7 +103,7 @@ class PydanticAIProvider:
     def from_settings(cls, settings: Settings) -> PydanticAIProvider:
         """``RELAYLINE_MODEL=<provider>:<model>``; keys from the provider's own variables."""
         if not settings.model:
-            raise ValueError("Set RELAYLINE_MODEL, e.g. 'openai:gpt-4o-mini'.")
+            raise ValueError("Set RELAYLINE_MODEL, e.g. 'openai:gpt-6.1-terra'.")
         return cls(settings.model, secrets=settings.model_api_keys)
 
     @property

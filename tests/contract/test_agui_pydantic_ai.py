@@ -44,12 +44,12 @@ def model_env(kind: str, wire: ModelWire) -> dict[str, str]:
     """RELAYLINE_MODEL and the provider's own key and base URL variables."""
     if kind == "openai":
         return {
-            "RELAYLINE_MODEL": "openai-chat:gpt-4o-mini",
+            "RELAYLINE_MODEL": "openai-chat:gpt-relayline-test",
             "OPENAI_BASE_URL": f"{wire.url}/v1",
             "OPENAI_API_KEY": API_KEY,
         }
     return {
-        "RELAYLINE_MODEL": "anthropic:claude-sonnet-4-5",
+        "RELAYLINE_MODEL": "anthropic:claude-relayline-test",
         "ANTHROPIC_BASE_URL": wire.url,
         "ANTHROPIC_API_KEY": API_KEY,
     }

@@ -71,13 +71,13 @@ def turns(
     wire = ModelWire().start()
     if request.param == "openai":
         model = {
-            "RELAYLINE_MODEL": "openai-chat:gpt-4o-mini",
+            "RELAYLINE_MODEL": "openai-chat:gpt-relayline-test",
             "OPENAI_BASE_URL": f"{wire.url}/v1",
             "OPENAI_API_KEY": API_KEY,
         }
     else:
         model = {
-            "RELAYLINE_MODEL": "anthropic:claude-sonnet-4-5",
+            "RELAYLINE_MODEL": "anthropic:claude-relayline-test",
             "ANTHROPIC_BASE_URL": wire.url,
             "ANTHROPIC_API_KEY": API_KEY,
         }

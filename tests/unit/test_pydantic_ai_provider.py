@@ -1,7 +1,11 @@
 """PydanticAIProvider with pydantic-ai's real OpenAI and Anthropic models against a local
 server replaying each provider's documented streaming wire format (no network, no key):
 mapping both ways, a tool call over many deltas, streams cut short, HTTP errors without
-the key, and a stop from another thread closing the call."""
+the key, and a stop from another thread closing the call.
+
+The model names are the tests' own (``gpt-relayline-test``, ``claude-relayline-test``):
+a real one starts failing the day its provider retires it, since pydantic-ai then warns on
+every request and the suite turns warnings into errors."""
 
 from __future__ import annotations
 
@@ -61,12 +65,12 @@ def wire() -> Iterator[ModelWire]:
 
 def openai_model(wire: ModelWire) -> PydanticAIProvider:
     provider = PydanticOpenAIProvider(base_url=f"{wire.url}/v1", api_key=API_KEY)
-    return PydanticAIProvider(OpenAIChatModel("gpt-4o-mini", provider=provider))
+    return PydanticAIProvider(OpenAIChatModel("gpt-relayline-test", provider=provider))
 
 
 def anthropic_model(wire: ModelWire) -> PydanticAIProvider:
     provider = AnthropicProvider(base_url=wire.url, api_key=API_KEY)
-    return PydanticAIProvider(AnthropicModel("claude-sonnet-4-5", provider=provider))
+    return PydanticAIProvider(AnthropicModel("claude-relayline-test", provider=provider))
 
 
 MODELS: dict[str, Callable[[ModelWire], PydanticAIProvider]] = {
@@ -119,7 +123,7 @@ def test_openai_text_reasoning_and_a_tool_call_over_many_deltas(wire: ModelWire)
     assert list(arguments_of(deltas).values()) == [ARGUMENTS]
     assert deltas[-1] == Usage(input_tokens=31, output_tokens=12)
     body = wire.received[0].body
-    assert body["stream"] is True and body["model"] == "gpt-4o-mini"
+    assert body["stream"] is True and body["model"] == "gpt-relayline-test"
     assert body["messages"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Hi"},
@@ -285,7 +289,7 @@ def test_a_missing_key_is_said_without_any_key(monkeypatch: pytest.MonkeyPatch) 
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ProviderError, match="ANTHROPIC_API_KEY"):
-        collect(PydanticAIProvider("anthropic:claude-sonnet-4-5"))
+        collect(PydanticAIProvider("anthropic:claude-relayline-test"))
 
 
 # stop -----------------------------------------------------------------------------------
@@ -331,7 +335,7 @@ def test_openai_provider_closes_its_response_on_a_stop(wire: ModelWire) -> None:
     token = CancelToken()
     stopped: list[float] = []
     thread = stop_later(wire, token, stopped)
-    provider = OpenAIProvider("gpt-4o-mini", api_key=API_KEY, base_url=f"{wire.url}/v1")
+    provider = OpenAIProvider("gpt-relayline-test", api_key=API_KEY, base_url=f"{wire.url}/v1")
     seen: list[ModelDelta] = []
     with pytest.raises(ProviderError, match="cancelled"):
         for delta in provider.stream(request(cancel=token)):
@@ -351,7 +355,7 @@ def test_a_call_on_a_stopped_token_never_starts(wire: ModelWire) -> None:
     wire.queue(Reply(openai_stream(["x"])))
     for provider in (
         openai_model(wire),
-        OpenAIProvider("gpt-4o-mini", api_key=API_KEY, base_url=f"{wire.url}/v1"),
+        OpenAIProvider("gpt-relayline-test", api_key=API_KEY, base_url=f"{wire.url}/v1"),
     ):
         with pytest.raises(ProviderError, match="cancelled"):
             collect(provider, request(cancel=token))  # type: ignore[arg-type]
@@ -363,8 +367,8 @@ def test_a_call_on_a_stopped_token_never_starts(wire: ModelWire) -> None:
 
 def test_relayline_model_selects_the_provider() -> None:
     assert configured_provider(Settings()) is None
-    chosen = configured_provider(Settings(model="anthropic:claude-sonnet-4-5"))
-    assert isinstance(chosen, PydanticAIProvider) and chosen.name == "anthropic:claude-sonnet-4-5"
+    chosen = configured_provider(Settings(model="anthropic:claude-relayline-test"))
+    assert isinstance(chosen, PydanticAIProvider) and chosen.name == "anthropic:claude-relayline-test"
     bare = configured_provider(Settings(model="llama3.1", openai_base_url="http://127.0.0.1:1/v1"))
     assert isinstance(bare, OpenAIProvider) and bare.base_url == "http://127.0.0.1:1/v1"
 
