@@ -17,8 +17,8 @@ import json
 import time
 from collections.abc import Callable, Sequence
 
-from channels.base import AbstractChannel, CallbackChannel
-from shared.events import ProtocolEvent
+from relayline.channels.base import AbstractChannel, CallbackChannel
+from relayline.shared.events import ProtocolEvent
 
 COUNT = 100_000
 STREAM_ID = "3f9a0c2e7b6d4e18a5c1f0b2d4e6a8c0"

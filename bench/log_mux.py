@@ -19,10 +19,10 @@ import time
 
 import redis
 
-from channels import LogLimits, LogOnlyChannel, SegmentLog
-from channels.multiplex import LogMultiplexer
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
+from relayline.channels import LogLimits, LogOnlyChannel, SegmentLog
+from relayline.channels.multiplex import LogMultiplexer
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
 from tests.support.channel_support import State
 from tests.support.redis_server import RedisDatabases, redis_server
 

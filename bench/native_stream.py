@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import time
 
-from shared.adapters import NativeAdapter
-from shared.chunks import TextChunk
-from shared.sse import encode_sse
+from relayline.shared.adapters import NativeAdapter
+from relayline.shared.chunks import TextChunk
+from relayline.shared.sse import encode_sse
 
 COUNT = 100_000
 

@@ -43,7 +43,7 @@ TARGET = 1.05
 
 @contextmanager
 def stack(url: str, logdir: Path, observed: bool, receiver_url: str) -> Iterator[int]:
-    from shared.persistence import Store
+    from relayline.shared.persistence import Store
     from tests.support.soketi import free_port
     from tests.support.stack import Worker, stack_env
 

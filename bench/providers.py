@@ -40,8 +40,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider as PaiOpenAI  # noqa: E402
 
-from shared.messages import Message  # noqa: E402
-from shared.providers import ModelRequest, OpenAIProvider, PydanticAIProvider  # noqa: E402
+from relayline.shared.messages import Message  # noqa: E402
+from relayline.shared.providers import ModelRequest, OpenAIProvider, PydanticAIProvider  # noqa: E402
 from tests.support.model_wire import API_KEY, ModelWire, Reply, openai_text  # noqa: E402
 
 REQUEST = ModelRequest("Be brief.", (Message.user("Count.", id="m1"),), ())
@@ -105,7 +105,7 @@ IMPORTS = {
     "OpenAIProvider": "from shared.providers.openai import OpenAIProvider",
     "PydanticAIProvider (openai-chat)": textwrap.dedent(
         """
-        from shared.providers.pydantic_ai import PydanticAIProvider
+        from relayline.shared.providers.pydantic_ai import PydanticAIProvider
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
         """

@@ -5,10 +5,10 @@ same run.
     .venv/bin/python bench/relay.py --quick      # smoke sizes (under about 2 minutes)
     .venv/bin/python bench/relay.py --part 3     # one part
 
-Everything a client reads comes from the production web app (``web.wsgi:app``) served by
+Everything a client reads comes from the production web app (``relayline.web.wsgi:app``) served by
 ``relayline.cli.web_command``'s gunicorn gevent worker. Parts 1, 3, 4 and 5 stand in for
-the worker with ``channels.log.SegmentLog`` (``append``, then ``flush``/``close`` when
-the class has them) and ``channels.log.announce``; the client reads the native resume
+the worker with ``relayline.channels.log.SegmentLog`` (``append``, then ``flush``/``close`` when
+the class has them) and ``relayline.channels.log.announce``; the client reads the native resume
 stream ``GET /api/threads/<id>/stream`` of a thread row the app's store holds for the
 anonymous user. Appending is timed as a worker appends: any batching SegmentLog does is
 part of what a client waits for.
@@ -84,8 +84,8 @@ from typing import Any, cast
 import redis
 import redis.asyncio
 
-from channels.envelope import COMPLETED, encode_envelope, encode_json, terminal_data
-from channels.log import (
+from relayline.channels.envelope import COMPLETED, encode_envelope, encode_json, terminal_data
+from relayline.channels.log import (
     FIELD,
     ActiveSegment,
     LogLimits,
@@ -95,10 +95,10 @@ from channels.log import (
     log_key,
 )
 from relayline.cli import web_command
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
-from shared.jobs import ANONYMOUS
-from shared.persistence import Store
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
+from relayline.shared.jobs import ANONYMOUS
+from relayline.shared.persistence import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 TICK = "bench.tick"
@@ -298,7 +298,7 @@ def gunicorn(
     port = free_port()
     command = web_command("127.0.0.1", port)
     if app is not None:
-        command[command.index("web.wsgi:app")] = app
+        command[command.index("relayline.web.wsgi:app")] = app
     if workers is not None:
         command[command.index("--workers") + 1] = str(workers)
     expected = int(command[command.index("--workers") + 1])
@@ -649,9 +649,9 @@ def post_turn(port: int, thread: str) -> tuple[int, str]:
 
 
 def part_dispatch(redis_url: str, plan: Plan, logdir: Path) -> list[Row]:
-    from shared.agent import Agent
-    from shared.persistence import Store
-    from shared.protocols import adapter_factory
+    from relayline.shared.agent import Agent
+    from relayline.shared.persistence import Store
+    from relayline.shared.protocols import adapter_factory
     from tests.support.agents import build_spec
     from tests.support.stack import Worker, stack_env
 
@@ -1317,8 +1317,8 @@ def flood_turn(port: int, thread: str, chunks: int) -> Flood:
 
 def flood_in_process(spec: Any, store: Store, thread: str, chunks: int) -> Flood:
     from bench.relay_agent import message
-    from shared.agent import Agent
-    from shared.protocols import adapter_factory
+    from relayline.shared.agent import Agent
+    from relayline.shared.protocols import adapter_factory
 
     agent = Agent(thread, spec, store)
     agent.set_stream_adapter(adapter_factory("native", thread, {}))

@@ -7,8 +7,8 @@ every chunk arrived once and in order."""
 
 from __future__ import annotations
 
-from shared.agent import AgentSpec
-from shared.providers import ScriptedProvider
+from relayline.shared.agent import AgentSpec
+from relayline.shared.providers import ScriptedProvider
 
 #: the turn sizes the bench asks for: a warm-up, --quick and the full size
 SIZES = (100, 2_000, 20_000)

@@ -64,7 +64,7 @@ from relay import (
 )
 
 from relayline.cli import worker_command, worker_env
-from shared.settings import Settings
+from relayline.shared.settings import Settings
 
 DOCS = ROOT / "docs"
 AGENT = "bench.scale_agent:build"
@@ -139,7 +139,7 @@ def workers(
             log = logdir / f"worker-{index}-{uuid.uuid4().hex[:6]}.log"
             command = [*worker_command(POOL[0], concurrency), "-n", f"bench{index}@%h"]
             if app is not None:
-                command[command.index("worker.app")] = app
+                command[command.index("relayline.worker.app")] = app
             command += ["--without-gossip", "--without-mingle"]
             with log.open("w") as handle:
                 started.append(
@@ -168,7 +168,7 @@ def workers(
 
 @contextlib.contextmanager
 def database(kind: str, logdir: Path) -> Iterator[str]:
-    from shared.persistence import Store
+    from relayline.shared.persistence import Store
 
     if kind == "sqlite":
         url = f"sqlite:///{logdir / f'scale-{uuid.uuid4().hex[:6]}.db'}"

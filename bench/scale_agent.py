@@ -6,8 +6,8 @@ fixed cost of a turn. Each answer's last chunk is ``[end]``, which the bench che
 
 from __future__ import annotations
 
-from shared.agent import AgentSpec, tool
-from shared.providers import ScriptedProvider
+from relayline.shared.agent import AgentSpec, tool
+from relayline.shared.providers import ScriptedProvider
 
 #: chunks of a realistic answer, and the characters of each
 CHUNKS = 100

@@ -20,7 +20,7 @@ import redis
 from celery import Celery
 from flask import Flask, Response
 
-from shared.settings import Settings
+from relayline.shared.settings import Settings
 
 _settings = Settings.from_env()
 _url = _settings.redis_url or "redis://127.0.0.1:6379/0"
@@ -36,7 +36,7 @@ celery.conf.update(
     task_ignore_result=True,
     task_acks_late=True,
     worker_prefetch_multiplier=1,
-    broker_transport="worker.intake:Transport",
+    broker_transport="relayline.worker.intake:Transport",
     broker_heartbeat=0,
     broker_transport_options={"max_connections": _settings.worker_concurrency + 8},
     broker_connection_retry_on_startup=True,

@@ -92,7 +92,7 @@ def count(counts: Path, name: str) -> int:
 
 
 def run(stops: int) -> list[Row]:
-    from shared.persistence import Store
+    from relayline.shared.persistence import Store
     from tests.support.stack import Worker, stack_env
 
     with tempfile.TemporaryDirectory(prefix="stop-bench-") as tmp, redis_database() as url:

@@ -1,14 +1,14 @@
 """Push delivery of a segment's protocol events: the shared envelope and fragment codec,
 AbstractChannel and its transports, NullChannel, the Redis relay reader, a Python
 consumer, and test channels (MemoryChannel, FakeChannel). The contract every channel
-keeps is documented in ``shared.delivery``.
+keeps is documented in ``relayline.shared.delivery``.
 
 Imports only ``shared``'s small wire types (never Flask, Celery or SQLAlchemy).
 """
 
-from channels.base import AbstractChannel, CallbackChannel, SegmentState
-from channels.consumer import Consumer
-from channels.envelope import (
+from relayline.channels.base import AbstractChannel, CallbackChannel, SegmentState
+from relayline.channels.consumer import Consumer
+from relayline.channels.envelope import (
     COMPLETED,
     FAILED,
     FRAGMENT,
@@ -17,7 +17,7 @@ from channels.envelope import (
     Envelope,
     is_terminal,
 )
-from channels.errors import (
+from relayline.channels.errors import (
     ChannelClosedError,
     ChannelConfigError,
     ChannelError,
@@ -28,13 +28,13 @@ from channels.errors import (
     PublishError,
     SegmentReplacedError,
 )
-from channels.fragments import Fragment
-from channels.log import ActiveSegment, LogLimits, SegmentLog, active_segment, announce
-from channels.mercure import MercureChannel, subscriber_token, thread_topic
-from channels.null import LogOnlyChannel, NullChannel
-from channels.pusher import PusherChannel, pusher_client, thread_channel
-from channels.redis import HEARTBEAT, Heartbeat, RedisChannel, RedisChannelReader
-from channels.testing import FakeChannel, MemoryChannel
+from relayline.channels.fragments import Fragment
+from relayline.channels.log import ActiveSegment, LogLimits, SegmentLog, active_segment, announce
+from relayline.channels.mercure import MercureChannel, subscriber_token, thread_topic
+from relayline.channels.null import LogOnlyChannel, NullChannel
+from relayline.channels.pusher import PusherChannel, pusher_client, thread_channel
+from relayline.channels.redis import HEARTBEAT, Heartbeat, RedisChannel, RedisChannelReader
+from relayline.channels.testing import FakeChannel, MemoryChannel
 
 __all__ = [
     "COMPLETED",

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, Self
 
-from channels.envelope import (
+from relayline.channels.envelope import (
     COMPLETED,
     FAILED,
     FRAGMENT,
@@ -39,11 +39,16 @@ from channels.envelope import (
     terminal_data,
     utf8_len,
 )
-from channels.errors import ChannelClosedError, ChannelConfigError, ChannelLimitError, EnvelopeError
-from channels.fragments import fragment_envelopes
-from channels.log import SegmentLog
-from shared.events import ProtocolEvent
-from shared.ids import STREAM_ID, new_stream_id
+from relayline.channels.errors import (
+    ChannelClosedError,
+    ChannelConfigError,
+    ChannelLimitError,
+    EnvelopeError,
+)
+from relayline.channels.fragments import fragment_envelopes
+from relayline.channels.log import SegmentLog
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import STREAM_ID, new_stream_id
 
 logger = logging.getLogger("relayline.channel")
 

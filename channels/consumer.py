@@ -4,7 +4,7 @@
 It orders envelopes by sequence per segment (``streamId``), reassembles fragments,
 drops duplicates, and reports a *gap* for anything it cannot vouch for: malformed or
 conflicting frames, over-full buffers, or events still missing ``gap_timeout`` seconds
-after the last progress. Given ``recover`` (e.g. ``channels.recovery.EnvelopesOverHttp``,
+after the last progress. Given ``recover`` (e.g. ``relayline.channels.recovery.EnvelopesOverHttp``,
 the web's ``GET .../segments/<streamId>/envelopes``), a hole (a later sequence arrived
 while an earlier one is missing, as after dropped events or a late subscription) is
 first filled from the segment's log: asked at once, then again with backoff, at most
@@ -26,11 +26,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from channels.envelope import Envelope, encode_json, utf8_len
-from channels.errors import EnvelopeError, GapError
-from channels.fragments import Fragment, join_parts
-from channels.log import LogGoneError
-from shared.ids import STREAM_ID
+from relayline.channels.envelope import Envelope, encode_json, utf8_len
+from relayline.channels.errors import EnvelopeError, GapError
+from relayline.channels.fragments import Fragment, join_parts
+from relayline.channels.log import LogGoneError
+from relayline.shared.ids import STREAM_ID
 
 MAX_ACTIVE_STREAMS = 64
 MAX_KNOWN_STREAMS = 1024

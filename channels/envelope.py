@@ -16,9 +16,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from channels.errors import EnvelopeError
-from shared.events import ProtocolEvent
-from shared.ids import STREAM_ID
+from relayline.channels.errors import EnvelopeError
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import STREAM_ID
 
 FRAGMENT = "stream.fragment"
 COMPLETED = "stream.completed"

@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from channels.envelope import FRAGMENT, as_index, encode_envelope, type_json
-from channels.errors import ChannelLimitError, EnvelopeError
+from relayline.channels.envelope import FRAGMENT, as_index, encode_envelope, type_json
+from relayline.channels.errors import ChannelLimitError, EnvelopeError
 
 #: most fragments a consumer accepts for one event
 MAX_PARTS = 4096

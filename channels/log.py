@@ -35,11 +35,11 @@ from typing import Final, cast
 import redis
 from redis.client import Pipeline
 
-from channels.envelope import Envelope
-from channels.errors import ChannelConfigError, ChannelReadError, SegmentReplacedError
-from channels.flusher import FLUSHER, Flusher
-from channels.group_commit import writer_for
-from shared.settings import Settings
+from relayline.channels.envelope import Envelope
+from relayline.channels.errors import ChannelConfigError, ChannelReadError, SegmentReplacedError
+from relayline.channels.flusher import FLUSHER, Flusher
+from relayline.channels.group_commit import writer_for
+from relayline.shared.settings import Settings
 
 logger = logging.getLogger("relayline.channel")
 

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 import jwt
 import requests
 
-from channels.base import AbstractChannel
-from channels.errors import ChannelConfigError, PublishError
-from shared.ids import THREAD_ID
+from relayline.channels.base import AbstractChannel
+from relayline.channels.errors import ChannelConfigError, PublishError
+from relayline.shared.ids import THREAD_ID
 
 if TYPE_CHECKING:
-    from shared.settings import Settings
+    from relayline.shared.settings import Settings
 
 #: the longest a segment's run may be held waiting for the hub, in total
 #: (docs/reference/neuron-streaming-spec.md section 3.4)

@@ -45,9 +45,9 @@ from typing import Final, Protocol, cast
 
 import redis
 
-from channels.errors import ChannelReadError
-from channels.log import check_not_replaced, log_key, split_entry
-from channels.splice import Spliced, splice
+from relayline.channels.errors import ChannelReadError
+from relayline.channels.log import check_not_replaced, log_key, split_entry
+from relayline.channels.splice import Spliced, splice
 
 logger = logging.getLogger("relayline.channel")
 
@@ -351,7 +351,7 @@ class _ReadList:
 
 
 class LogMultiplexer:
-    """The shared reader of one web app's segment logs (``web.services.Services``
+    """The shared reader of one web app's segment logs (``relayline.web.services.Services``
     holds one, started by the first ``subscribe``, stopped by ``close``)."""
 
     def __init__(

@@ -3,8 +3,8 @@ nobody listens to live."""
 
 from __future__ import annotations
 
-from channels.base import AbstractChannel, SegmentState
-from shared.events import ProtocolEvent
+from relayline.channels.base import AbstractChannel, SegmentState
+from relayline.shared.events import ProtocolEvent
 
 
 class NullChannel:

@@ -2,7 +2,7 @@
 (docs/reference/neuron-streaming-spec.md section 3.3).
 
 - **Ordering:** kept within one batch only; batches may overtake each other, so
-  consumers reorder by ``sequence`` (``channels.Consumer``, the JS consumer).
+  consumers reorder by ``sequence`` (``relayline.channels.Consumer``, the JS consumer).
 - **Replay/history:** none. A subscriber that arrives late misses earlier events.
 - **Maximum payload:** 10 events a request, 10,000 bytes a request (the SDK's body,
   wrapper included) and 10,000 bytes of envelope an event; larger events fragment.
@@ -23,13 +23,13 @@ import pusher
 import pusher.crypto
 import pusher.errors
 
-from channels.base import AbstractChannel
-from channels.envelope import utf8_len
-from channels.errors import ChannelConfigError, EnvelopeError, PublishError
-from shared.ids import THREAD_ID
+from relayline.channels.base import AbstractChannel
+from relayline.channels.envelope import utf8_len
+from relayline.channels.errors import ChannelConfigError, EnvelopeError, PublishError
+from relayline.shared.ids import THREAD_ID
 
 if TYPE_CHECKING:
-    from shared.settings import Settings
+    from relayline.shared.settings import Settings
 
 CHANNEL_NAME = re.compile(r"[-a-zA-Z0-9_=@,.;]{1,164}")
 ENCRYPTED_PREFIX = "private-encrypted-"

@@ -10,7 +10,7 @@ from typing import Any, TypedDict, cast
 
 import requests
 
-from channels.log import LogGoneError
+from relayline.channels.log import LogGoneError
 
 #: answers that no later ask can change: the log cannot supply the events
 _FINAL = frozenset({400, 401, 403, 404, 410})

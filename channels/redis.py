@@ -24,17 +24,17 @@ from typing import Any, cast
 import redis
 from redis.client import PubSub
 
-from channels.base import AbstractChannel
-from channels.envelope import Envelope, is_terminal
-from channels.errors import (
+from relayline.channels.base import AbstractChannel
+from relayline.channels.envelope import Envelope, is_terminal
+from relayline.channels.errors import (
     ChannelConfigError,
     ChannelReadError,
     EnvelopeError,
     PublishError,
     SegmentReplacedError,
 )
-from channels.fragments import Fragment, join_parts
-from shared.events import ProtocolEvent
+from relayline.channels.fragments import Fragment, join_parts
+from relayline.shared.events import ProtocolEvent
 
 #: seconds between ``PUBSUB NUMSUB`` polls while awaiting a listener
 NUMSUB_POLL = 0.05

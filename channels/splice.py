@@ -1,9 +1,9 @@
 """Envelope text to SSE frame by slicing, never decoding: the relay's per-event cost.
 
 An envelope ``{"streamId":"<32 hex>","sequence":N,"type":T,"data":{...}}`` (what
-``channels.envelope.encode_envelope`` writes) carries the event ``{"type":T, **data}``;
+``relayline.channels.envelope.encode_envelope`` writes) carries the event ``{"type":T, **data}``;
 its SSE frame, ``data: {"type":T,<data's members>}\\n\\n``, is what
-``shared.sse.encode_event`` gives for it, byte for byte, because the worker encoded the
+``relayline.shared.sse.encode_event`` gives for it, byte for byte, because the worker encoded the
 data with the same compact encoder. Anything unusual (a data that is not an object, a
 ``"type"`` member that would override the event's type, an escaped surrogate that
 decoding would replace, a head this writer never writes) takes the decoding path.
@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from channels.envelope import Envelope, is_terminal
-from channels.errors import ChannelReadError, EnvelopeError
-from shared.sse import encode_event
+from relayline.channels.envelope import Envelope, is_terminal
+from relayline.channels.errors import ChannelReadError, EnvelopeError
+from relayline.shared.sse import encode_event
 
 _HEAD = re.compile(
     r'\{"streamId":"[0-9a-f]{32}","sequence":(0|[1-9][0-9]{0,15}),'

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import redis
 
-from shared.cancel import CancelToken
+from relayline.shared.cancel import CancelToken
 
 logger = logging.getLogger("relayline.stops")
 

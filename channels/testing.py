@@ -28,12 +28,12 @@ import json
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from channels.base import AbstractChannel, SegmentState
-from channels.consumer import Consumer
-from channels.envelope import Envelope, is_terminal, utf8_len
-from channels.errors import PublishError
-from channels.fragments import Fragment, join_parts
-from shared.events import ProtocolEvent
+from relayline.channels.base import AbstractChannel, SegmentState
+from relayline.channels.consumer import Consumer
+from relayline.channels.envelope import Envelope, is_terminal, utf8_len
+from relayline.channels.errors import PublishError
+from relayline.channels.fragments import Fragment, join_parts
+from relayline.shared.events import ProtocolEvent
 
 
 @dataclasses.dataclass(frozen=True)

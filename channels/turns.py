@@ -16,8 +16,8 @@ from typing import TypedDict, cast
 
 import redis
 
-from channels.log import ActiveSegment, LogLimits, announce
-from shared.jobs import TurnJobJSON
+from relayline.channels.log import ActiveSegment, LogLimits, announce
+from relayline.shared.jobs import TurnJobJSON
 
 #: (task name, job JSON) -> sends the task (Celery's send_task, by name)
 Send = Callable[[str, TurnJobJSON], None]

@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from web.extension import Relayline
+    from relayline.web.extension import Relayline
 
 __all__ = ["Relayline"]
 
 
 def __getattr__(name: str) -> object:
     if name == "Relayline":
-        from web.extension import Relayline
+        from relayline.web.extension import Relayline
 
         return Relayline
     raise AttributeError(f"module 'relayline' has no attribute {name!r}")

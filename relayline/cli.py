@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from relayline.demo import build
-from shared.agent import Agent, AgentSpec
-from shared.auth import mint
-from shared.chunks import InterruptEvent, TextChunk, ToolResultChunk
-from shared.interrupts import ApprovalRequest
-from shared.persistence import Store
-from shared.settings import WORKER_POOLS, Settings, child_environment
+from relayline.shared.agent import Agent, AgentSpec
+from relayline.shared.auth import mint
+from relayline.shared.chunks import InterruptEvent, TextChunk, ToolResultChunk
+from relayline.shared.interrupts import ApprovalRequest
+from relayline.shared.persistence import Store
+from relayline.shared.settings import WORKER_POOLS, Settings, child_environment
 
 #: simultaneous connections one gevent web worker serves (each SSE stream holds one);
 #: above the 5,000 streams one web process is to hold (bench/relay.py part 4)
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def web_command(host: str, port: int) -> list[str]:
     # gevent: one process holds thousands of idle SSE streams; a sync worker holds one.
     return [
-        sys.executable, "-m", "gunicorn", "web.wsgi:app",
+        sys.executable, "-m", "gunicorn", "relayline.web.wsgi:app",
         "--worker-class", "gevent", "--workers", "1",
         "--worker-connections", str(WORKER_CONNECTIONS),
         "--bind", f"{host}:{port}", "--timeout", "0", "--graceful-timeout", "5",
@@ -102,8 +102,8 @@ def worker_pool(settings: Settings, pool: str | None, concurrency: int | None) -
 
 def worker_command(pool: str, concurrency: int) -> list[str]:
     return [
-        sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--loglevel", "INFO",
-        "--pool", pool, "--concurrency", str(concurrency),
+        sys.executable, "-m", "celery", "-A", "relayline.worker.app", "worker",
+        "--loglevel", "INFO", "--pool", pool, "--concurrency", str(concurrency),
     ]  # fmt: skip
 
 

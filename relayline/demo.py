@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shared.agent import AgentSpec, FrontendTool, tool
-from shared.providers import ScriptedProvider, configured_provider
-from shared.settings import Settings
+from relayline.shared.agent import AgentSpec, FrontendTool, tool
+from relayline.shared.providers import ScriptedProvider, configured_provider
+from relayline.shared.settings import Settings
 
 
 @tool

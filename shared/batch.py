@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from shared.chunks import ToolCallInfo
-from shared.interrupts import (
+from relayline.shared.chunks import ToolCallInfo
+from relayline.shared.interrupts import (
     Approval,
     ApprovalRequest,
     InterruptRequest,
     PendingCall,
     ToolResultsRequest,
 )
-from shared.jsonutil import normalize_result
-from shared.messages import Message, ToolResultPart
-from shared.persistence.store import RunRecord
-from shared.records import Accepted, BatchJSON, CallJSON, Decision, ResultEntry, RunStart
-from shared.texts import CALL_STOPPED
-from shared.tools import FrontendTool, redacted_inputs
+from relayline.shared.jsonutil import normalize_result
+from relayline.shared.messages import Message, ToolResultPart
+from relayline.shared.persistence.store import RunRecord
+from relayline.shared.records import Accepted, BatchJSON, CallJSON, Decision, ResultEntry, RunStart
+from relayline.shared.texts import CALL_STOPPED
+from relayline.shared.tools import FrontendTool, redacted_inputs
 
 
 def request_from_record(record: RunRecord) -> InterruptRequest | None:

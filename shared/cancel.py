@@ -10,7 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from shared import green
+from relayline.shared import green
 
 
 class CancelToken:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypedDict
 
-from shared.interrupts import Approval, InterruptRequest, ToolCallJSON
-from shared.jsonutil import JSONObject
+from relayline.shared.interrupts import Approval, InterruptRequest, ToolCallJSON
+from relayline.shared.jsonutil import JSONObject
 
 
 class ContentJSON(TypedDict):

@@ -25,7 +25,7 @@ The contract
 
 ``workflow_id`` names the durable workflow the segment belongs to (today the thread id);
 ``state`` is the ``RunState`` the segment ended in. A channel that frames events for the
-wire (envelopes, sequences, fragments) derives from ``channels.AbstractChannel``; a
+wire (envelopes, sequences, fragments) derives from ``relayline.channels.AbstractChannel``; a
 minimal channel implements the four methods directly::
 
     class PrintChannel:
@@ -45,7 +45,7 @@ minimal channel implements the four methods directly::
 
 Implementations in ``channels``: ``RedisChannel``, ``PusherChannel``, ``MercureChannel``,
 ``CallbackChannel`` (deliveries to a function), ``NullChannel`` (drops everything), and
-for tests ``channels.testing.MemoryChannel`` (keeps its envelopes) and ``FakeChannel``
+for tests ``relayline.channels.testing.MemoryChannel`` (keeps its envelopes) and ``FakeChannel``
 (records the calls).
 """
 
@@ -55,8 +55,8 @@ import logging
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from shared.events import ProtocolEvent
-from shared.run_state import RunState
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.run_state import RunState
 
 logger = logging.getLogger("relayline.channel")
 

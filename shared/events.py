@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from shared.jsonutil import JSONObject
+from relayline.shared.jsonutil import JSONObject
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
-from shared.errors import WorkflowError
-from shared.jsonutil import JSONObject, dumps
+from relayline.shared.errors import WorkflowError
+from relayline.shared.jsonutil import JSONObject, dumps
 
 Approval = Literal["pending", "approved", "rejected"]
 

@@ -16,9 +16,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, Self, TypedDict, cast
 
-from shared.ids import STREAM_ID
-from shared.interrupts import Answers
-from shared.tools import FrontendTool, FrontendToolJSON
+from relayline.shared.ids import STREAM_ID
+from relayline.shared.interrupts import Answers
+from relayline.shared.tools import FrontendTool, FrontendToolJSON
 
 RUN_TURN: Final = "relayline.run_turn"
 CONTINUE_RUN: Final = "relayline.continue_run"

@@ -12,8 +12,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from shared.ids import new_id as new_id  # re-exported: it lived here
-from shared.jsonutil import JSONObject
+from relayline.shared.ids import new_id as new_id  # re-exported: it lived here
+from relayline.shared.jsonutil import JSONObject
 
 Role = Literal["system", "user", "assistant", "tool"]
 

@@ -1,7 +1,7 @@
 """Prometheus metrics (prometheus_client): what an operator watches. Defined once here;
 recorded by the loop (model calls, tokens, tool executions), the worker (runs by
 outcome, turn duration: worker.runlog) and the web (open relayed streams, events
-relayed, time to first event: web.dispatch), and served by ``web.metrics`` at
+relayed, time to first event: web.dispatch), and served by ``relayline.web.metrics`` at
 ``/metrics`` and by a worker on ``RELAYLINE_METRICS_PORT``.
 
 Multiprocess-safe for gunicorn: with ``PROMETHEUS_MULTIPROC_DIR`` set, every process

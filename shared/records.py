@@ -4,15 +4,15 @@ key fails the type check instead of a run in production.
 ``start``: what the turn began with. ``checkpoint``: the loop's position (model calls
 made, the open tool batch, the interrupt counter, who executes). ``accepted``: decisions
 and results by call id. ``interrupt``: the public JSON of what a suspended run waits on
-(``shared.interrupts``)."""
+(``relayline.shared.interrupts``)."""
 
 from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from shared.interrupts import Decision, ResultEntry
-from shared.jsonutil import JSONObject
-from shared.tools import FrontendToolJSON
+from relayline.shared.interrupts import Decision, ResultEntry
+from relayline.shared.jsonutil import JSONObject
+from relayline.shared.tools import FrontendToolJSON
 
 RunStatus = Literal["running", "suspended", "completed", "failed", "cancelled"]
 #: the statuses that hold a thread: no new turn starts while its run is in one of them
@@ -50,7 +50,7 @@ class BatchJSON(TypedDict):
 
 class Accepted(TypedDict, total=False):
     """What a run accepted so far, by call id (ResultEntry and Decision re-exported
-    from ``shared.interrupts``, where the answers are checked)."""
+    from ``relayline.shared.interrupts``, where the answers are checked)."""
 
     decisions: dict[str, Decision]
     results: dict[str, ResultEntry]

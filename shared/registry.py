@@ -6,9 +6,9 @@ import importlib
 import threading
 from collections.abc import Callable, Mapping
 
-from shared.agent.spec import AgentSpec
-from shared.jobs import DEFAULT_AGENT
-from shared.settings import Settings
+from relayline.shared.agent.spec import AgentSpec
+from relayline.shared.jobs import DEFAULT_AGENT
+from relayline.shared.settings import Settings
 
 
 def load_factory(target: str) -> Callable[[], AgentSpec]:

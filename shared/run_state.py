@@ -1,13 +1,13 @@
 """Where a run stands after a segment: what ``Agent.run`` returns and what a channel's
-terminal receives. Kept below the agent so the channel contract (``shared.delivery``)
+terminal receives. Kept below the agent so the channel contract (``relayline.shared.delivery``)
 names it without importing the agent package."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from shared.interrupts import InterruptRequest
-from shared.records import RunStatus
+from relayline.shared.interrupts import InterruptRequest
+from relayline.shared.records import RunStatus
 
 
 @dataclasses.dataclass(frozen=True)

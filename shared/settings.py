@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
-from shared.auth import DEFAULT_TOKEN_TTL, MIN_SECRET_LENGTH
+from relayline.shared.auth import DEFAULT_TOKEN_TTL, MIN_SECRET_LENGTH
 
 DELIVERIES = ("relay", "pusher", "mercure")
 AUTH_MODES = ("none", "token", "jwt")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from shared.events import ProtocolEvent
-from shared.jsonutil import dumps
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.jsonutil import dumps
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -18,7 +18,7 @@ import logging
 
 from opentelemetry import trace
 
-from shared.settings import Settings
+from relayline.shared.settings import Settings
 
 logger = logging.getLogger("relayline.telemetry")
 

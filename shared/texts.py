@@ -1,6 +1,6 @@
 """Texts a user or a client developer reads, each defined once (errors and answers).
 
-Texts that describe an id rule live with the rule, in ``shared.ids``."""
+Texts that describe an id rule live with the rule, in ``relayline.shared.ids``."""
 
 from __future__ import annotations
 

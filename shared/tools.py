@@ -22,8 +22,8 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from shared.cancel import CancelToken
-from shared.errors import ToolError
+from relayline.shared.cancel import CancelToken
+from relayline.shared.errors import ToolError
 
 JSONSchema = dict[str, Any]
 
@@ -59,7 +59,7 @@ class Tool:
     #: argument names whose values are never published (see ``redacted_inputs``)
     redact: tuple[str, ...] = ()
     #: safe to run again when a worker was lost while it ran (else the interrupted call
-    #: is settled with ``shared.agent.loop.INTERRUPTED_ERROR``, never re-run)
+    #: is settled with ``relayline.shared.agent.loop.INTERRUPTED_ERROR``, never re-run)
     idempotent: bool = False
 
     deferred = False

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.persistence import Store
+from relayline.shared.persistence import Store
 from tests.support.mercure_hub import MercureHub, mercure_hub
 from tests.support.postgres import fresh_database, postgres_server
 from tests.support.pusher_js import CLIENT as PUSHER_CLIENT

@@ -9,9 +9,9 @@ from typing import Any
 
 from flask import Flask
 
-from shared.settings import Settings
-from web import errors
-from web.extension import MAX_BODY_BYTES, Relayline
+from relayline.shared.settings import Settings
+from relayline.web import errors
+from relayline.web.extension import MAX_BODY_BYTES, Relayline
 
 __all__ = ["MAX_BODY_BYTES", "Relayline", "create_app"]
 

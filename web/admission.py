@@ -18,9 +18,9 @@ from redis.client import Pipeline
 from redis.exceptions import RedisError
 from werkzeug.exceptions import TooManyRequests
 
-from channels.backlog import Refusal, admit, started
-from channels.log import ActiveSegment, active_key
-from web.services import Services
+from relayline.channels.backlog import Refusal, admit, started
+from relayline.channels.log import ActiveSegment, active_key
+from relayline.web.services import Services
 
 logger = logging.getLogger("relayline.web")
 

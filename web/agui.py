@@ -9,24 +9,24 @@ from typing import Any, TypedDict
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, NotFound
 
-from shared.agent import Agent, AgentSpec
-from shared.ids import new_id, new_run_id
-from shared.jobs import DEFAULT_AGENT, ClientSeed, ContinueJob, TurnJob, UserTurn
-from shared.messages import Message
-from shared.persistence.store import Store
-from shared.protocols import agui
-from shared.protocols.agui.hydrate import Redact
-from shared.protocols.agui.seed import lookup_ids, unstored
-from shared.protocols.agui.wire import InterruptJSON, MessageJSON
-from shared.tools import redactions
-from web.auth import current_user, thread_for
-from web.bounds import check_agui
-from web.dispatch import current_run, deliver, json_body, refuse_replay
-from web.multitask import make_room, strategy
-from web.recovering import ShownStatus, shown_status
-from web.schemas import RunAgentInputBody, parse_body
-from web.services import services
-from web.stop import disconnect_policy
+from relayline.shared.agent import Agent, AgentSpec
+from relayline.shared.ids import new_id, new_run_id
+from relayline.shared.jobs import DEFAULT_AGENT, ClientSeed, ContinueJob, TurnJob, UserTurn
+from relayline.shared.messages import Message
+from relayline.shared.persistence.store import Store
+from relayline.shared.protocols import agui
+from relayline.shared.protocols.agui.hydrate import Redact
+from relayline.shared.protocols.agui.seed import lookup_ids, unstored
+from relayline.shared.protocols.agui.wire import InterruptJSON, MessageJSON
+from relayline.shared.tools import redactions
+from relayline.web.auth import current_user, thread_for
+from relayline.web.bounds import check_agui
+from relayline.web.dispatch import current_run, deliver, json_body, refuse_replay
+from relayline.web.multitask import make_room, strategy
+from relayline.web.recovering import ShownStatus, shown_status
+from relayline.web.schemas import RunAgentInputBody, parse_body
+from relayline.web.services import services
+from relayline.web.stop import disconnect_policy
 
 bp = Blueprint("agui", __name__)
 

@@ -13,13 +13,13 @@ from flask import g, request
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import NotFound, Unauthorized
 
-from shared.auth import AuthError, KeysUnavailableError, checked_user, verify_token
-from shared.errors import InputTranslationError, UnavailableError
-from shared.ids import invalid_thread_id, is_thread_id
-from shared.jobs import ANONYMOUS
-from shared.persistence import ThreadRecord
-from shared.texts import thread_not_found
-from web.services import services
+from relayline.shared.auth import AuthError, KeysUnavailableError, checked_user, verify_token
+from relayline.shared.errors import InputTranslationError, UnavailableError
+from relayline.shared.ids import invalid_thread_id, is_thread_id
+from relayline.shared.jobs import ANONYMOUS
+from relayline.shared.persistence import ThreadRecord
+from relayline.shared.texts import thread_not_found
+from relayline.web.services import services
 
 #: an application's answer to "who is asking" for the current request: the owner id
 #: (a string), or None for nobody (401)

@@ -1,7 +1,7 @@
 """Input bounds of every POST route, checked before anything is stored or enqueued.
 
 A request past one of these is a 400 (``InputTranslationError``) with a message naming
-the bound; a body past ``web.MAX_BODY_BYTES`` (1 MiB) is Flask's 413 before it is read.
+the bound; a body past ``relayline.web.MAX_BODY_BYTES`` (1 MiB) is Flask's 413 before it is read.
 The worker refuses jobs past its own, looser bound (64 + 8 levels), so no request within
 these reaches a worker it could crash.
 """
@@ -14,8 +14,8 @@ from typing import Any
 
 from flask import request
 
-from shared.errors import InputTranslationError
-from shared.jsonutil import depth
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.jsonutil import depth
 
 #: deepest nesting of arrays and objects in a body (the body itself is level 1)
 MAX_DEPTH = 64

@@ -21,21 +21,21 @@ from collections.abc import Iterator, Sequence
 
 from flask import Blueprint, Response, current_app, request
 
-from channels.envelope import Envelope
-from channels.log import active_segment, entries
-from shared.events import ProtocolEvent
-from shared.jobs import DEFAULT_AGENT
-from shared.protocols import protocol
-from shared.protocols.agui.wire import MessageJSON
-from shared.sse import HEARTBEAT as SSE_HEARTBEAT
-from shared.sse import encode_event
-from shared.tools import redactions
-from web.agui import agent_spec, agui_thread_payload
-from web.auth import check_thread_id, current_user, thread_for
-from web.bounds import json_body
-from web.direct import direct_socket
-from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, log_frames
-from web.services import services
+from relayline.channels.envelope import Envelope
+from relayline.channels.log import active_segment, entries
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.jobs import DEFAULT_AGENT
+from relayline.shared.protocols import protocol
+from relayline.shared.protocols.agui.wire import MessageJSON
+from relayline.shared.sse import HEARTBEAT as SSE_HEARTBEAT
+from relayline.shared.sse import encode_event
+from relayline.shared.tools import redactions
+from relayline.web.agui import agent_spec, agui_thread_payload
+from relayline.web.auth import check_thread_id, current_user, thread_for
+from relayline.web.bounds import json_body
+from relayline.web.direct import direct_socket
+from relayline.web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, log_frames
+from relayline.web.services import services
 
 bp = Blueprint("connect", __name__)
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, send_from_directory
 
-from shared.ids import THREAD_ID_PATTERN
-from shared.settings import Settings
-from web.services import services
+from relayline.shared.ids import THREAD_ID_PATTERN
+from relayline.shared.settings import Settings
+from relayline.web.services import services
 
 STATIC = Path(__file__).resolve().with_name("static")
 

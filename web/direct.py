@@ -24,10 +24,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from channels import TERMINALS
-from channels.splice import Spliced
-from shared import green, metrics
-from shared.settings import Settings
+from relayline.channels import TERMINALS
+from relayline.channels.splice import Spliced
+from relayline.shared import green, metrics
+from relayline.shared.settings import Settings
 
 # Bound once: a label lookup per write would cost what this module saves.
 _WHOLE = metrics.RELAY_DIRECT_WRITES.labels("whole")
@@ -49,7 +49,7 @@ def frames_of(batch: Sequence[Spliced], ids: bool) -> list[str]:
 
 class DirectSink:
     """The socket of one relayed response, written by the log reader (the
-    ``channels.multiplex.Sink`` of a subscription)."""
+    ``relayline.channels.multiplex.Sink`` of a subscription)."""
 
     def __init__(
         self,

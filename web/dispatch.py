@@ -17,28 +17,28 @@ from redis.client import Pipeline
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
-from channels import (
+from relayline.channels import (
     ActiveSegment,
     ChannelReadError,
     LogLimits,
     SegmentReplacedError,
 )
-from channels.log import queue_announce
-from channels.mercure import thread_topic
-from channels.multiplex import LogMultiplexer
-from channels.pusher import thread_channel
-from channels.turns import QueuedTurn, queue_turn
-from shared import metrics
-from shared.errors import (
+from relayline.channels.log import queue_announce
+from relayline.channels.mercure import thread_topic
+from relayline.channels.multiplex import LogMultiplexer
+from relayline.channels.pusher import thread_channel
+from relayline.channels.turns import QueuedTurn, queue_turn
+from relayline.shared import metrics
+from relayline.shared.errors import (
     DeliveryError,
     RunElsewhereError,
     RunInFlightError,
     StreamLostError,
     WorkflowError,
 )
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
-from shared.jobs import (
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
+from relayline.shared.jobs import (
     CONTINUE_RUN,
     RUN_TURN,
     ClientSeed,
@@ -47,17 +47,17 @@ from shared.jobs import (
     Target,
     TurnJob,
 )
-from shared.persistence import RunRecord, ThreadRecord
-from shared.protocols import failure_frames, protocol
-from shared.sse import HEARTBEAT as SSE_HEARTBEAT
-from shared.sse import encode_event
-from shared.texts import delivery_not_configured, run_recovered, stream_lost
-from web.admission import QueueFullError, admit_turn, retract, withdraw
-from web.bounds import json_body as json_body  # re-exported: it lived here
-from web.direct import ClientGone, DirectSocket, direct_socket, frames_of
-from web.sending import release_if_idle, send_by_name
-from web.services import Services, services
-from web.stop import DisconnectPolicy, disconnect_policy, stop
+from relayline.shared.persistence import RunRecord, ThreadRecord
+from relayline.shared.protocols import failure_frames, protocol
+from relayline.shared.sse import HEARTBEAT as SSE_HEARTBEAT
+from relayline.shared.sse import encode_event
+from relayline.shared.texts import delivery_not_configured, run_recovered, stream_lost
+from relayline.web.admission import QueueFullError, admit_turn, retract, withdraw
+from relayline.web.bounds import json_body as json_body  # re-exported: it lived here
+from relayline.web.direct import ClientGone, DirectSocket, direct_socket, frames_of
+from relayline.web.sending import release_if_idle, send_by_name
+from relayline.web.services import Services, services
+from relayline.web.stop import DisconnectPolicy, disconnect_policy, stop
 
 PushKind = Literal["pusher", "mercure"]
 

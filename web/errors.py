@@ -1,7 +1,7 @@
 """Errors before any header become JSON ``{"error", "type"}`` with the status of
 docs/DESIGN.md section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize,
 503 (with ``Retry-After``) when a dependency is down.
-relayline's own statuses come from ``shared.errors.HTTP_STATUS``; ``type`` is the
+relayline's own statuses come from ``relayline.shared.errors.HTTP_STATUS``; ``type`` is the
 exception's class name."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
-from shared.errors import RelaylineError, UnavailableError, http_status
+from relayline.shared.errors import RelaylineError, UnavailableError, http_status
 
 logger = logging.getLogger("relayline.web")
 

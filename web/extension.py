@@ -3,7 +3,7 @@
 
 ``init_app`` mounts relayline's blueprints on the application under one parent
 blueprint named ``relayline`` (so ``url_for("relayline.push.pusher_auth")``), keeps its
-state (``web.services.Services``) in ``app.extensions["relayline"]`` and reads its
+state (``relayline.web.services.Services``) in ``app.extensions["relayline"]`` and reads its
 settings from ``app.config`` over the environment (``Settings.from_config``). Its error
 handlers and its body limit belong to that blueprint, so the host's own routes keep
 their error pages and limits. ``relayline web`` serves ``web.create_app()``, which is
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, request
 
-from shared import telemetry
-from shared.settings import Settings
-from web import (
+from relayline.shared import telemetry
+from relayline.shared.settings import Settings
+from relayline.web import (
     agui,
     connect,
     demo,
@@ -30,9 +30,9 @@ from web import (
     threads,
     vercel,
 )
-from web.auth import UserLoader
-from web.intake import IntakeSlots
-from web.services import Services
+from relayline.web.auth import UserLoader
+from relayline.web.intake import IntakeSlots
+from relayline.web.services import Services
 
 #: request bodies above this many bytes are refused with 413
 MAX_BODY_BYTES = 1024 * 1024

@@ -8,8 +8,8 @@ import contextlib
 import sqlalchemy as sa
 from flask import Blueprint, Response, jsonify
 
-from channels.backlog import depth
-from web.services import services
+from relayline.channels.backlog import depth
+from relayline.web.services import services
 
 bp = Blueprint("health", __name__)
 

@@ -14,9 +14,9 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from redis.exceptions import RedisError
 from werkzeug.exceptions import NotFound
 
-from channels.backlog import depth
-from shared import metrics as relayline_metrics
-from web.services import Services, services
+from relayline.channels.backlog import depth
+from relayline.shared import metrics as relayline_metrics
+from relayline.web.services import Services, services
 
 logger = logging.getLogger("relayline.web")
 

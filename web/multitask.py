@@ -13,13 +13,13 @@ from __future__ import annotations
 from flask import request
 from werkzeug.exceptions import BadRequest
 
-from shared.agent.spec import MULTITASK_STRATEGIES, AgentSpec, MultitaskStrategy
-from shared.errors import RunInFlightError
-from shared.persistence import RunRecord
-from shared.records import ACTIVE_STATUSES
-from web.dispatch import refuse_if_busy
-from web.services import services
-from web.stop import stop_and_wait
+from relayline.shared.agent.spec import MULTITASK_STRATEGIES, AgentSpec, MultitaskStrategy
+from relayline.shared.errors import RunInFlightError
+from relayline.shared.persistence import RunRecord
+from relayline.shared.records import ACTIVE_STATUSES
+from relayline.web.dispatch import refuse_if_busy
+from relayline.web.services import services
+from relayline.web.stop import stop_and_wait
 
 #: how long ``interrupt`` waits for the running run to act on its stop
 INTERRUPT_WAIT_SECONDS = 10.0

@@ -5,19 +5,19 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, Gone
 
-from channels.log import LogGoneError
-from shared.agent import Agent, Continuation
-from shared.errors import InputTranslationError
-from shared.ids import new_id, new_run_id
-from shared.jobs import ContinueJob, TurnJob, UserTurn
-from web.auth import current_user, thread_for
-from web.bounds import MAX_MESSAGE_CHARS, check_answers, check_size
-from web.dispatch import current_run, deliver
-from web.multitask import make_room, strategy
-from web.recovering import shown_status
-from web.resume import active_reader, resumed_response
-from web.schemas import AnswersBody, NativeMessageBody, parse_body
-from web.services import services
+from relayline.channels.log import LogGoneError
+from relayline.shared.agent import Agent, Continuation
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.ids import new_id, new_run_id
+from relayline.shared.jobs import ContinueJob, TurnJob, UserTurn
+from relayline.web.auth import current_user, thread_for
+from relayline.web.bounds import MAX_MESSAGE_CHARS, check_answers, check_size
+from relayline.web.dispatch import current_run, deliver
+from relayline.web.multitask import make_room, strategy
+from relayline.web.recovering import shown_status
+from relayline.web.resume import active_reader, resumed_response
+from relayline.web.schemas import AnswersBody, NativeMessageBody, parse_body
+from relayline.web.services import services
 
 bp = Blueprint("native", __name__)
 

@@ -16,7 +16,7 @@ from flask import Blueprint, Flask, Response, current_app, jsonify
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
-from web.schemas import OPERATIONS, THREAD_ID_SCHEMA, Answer, Events, Operation
+from relayline.web.schemas import OPERATIONS, THREAD_ID_SCHEMA, Answer, Events, Operation
 
 bp = Blueprint("openapi", __name__)
 

@@ -11,12 +11,12 @@ import re
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, NotFound
 
-from channels.mercure import subscriber_token, thread_topic
-from channels.pusher import pusher_client
-from shared.texts import delivery_not_configured, thread_not_found
-from web.auth import check_thread_id, current_user, thread_for
-from web.schemas import PUSHER_CHANNEL_PATTERN, SOCKET_ID_PATTERN
-from web.services import services
+from relayline.channels.mercure import subscriber_token, thread_topic
+from relayline.channels.pusher import pusher_client
+from relayline.shared.texts import delivery_not_configured, thread_not_found
+from relayline.web.auth import check_thread_id, current_user, thread_for
+from relayline.web.schemas import PUSHER_CHANNEL_PATTERN, SOCKET_ID_PATTERN
+from relayline.web.services import services
 
 bp = Blueprint("push", __name__)
 

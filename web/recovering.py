@@ -17,10 +17,10 @@ from typing import Literal
 
 from redis.exceptions import RedisError
 
-from channels.liveness import without_heartbeat
-from shared.persistence import RunRecord
-from shared.records import RunStatus
-from web.services import Services
+from relayline.channels.liveness import without_heartbeat
+from relayline.shared.persistence import RunRecord
+from relayline.shared.records import RunStatus
+from relayline.web.services import Services
 
 logger = logging.getLogger("relayline.web")
 

@@ -1,6 +1,6 @@
 """Resuming a thread's active segment from its log (channels.log): the replay after a
 cursor, then live to the end, in the segment's own protocol, read through the app's
-LogMultiplexer as a relay is (``web.dispatch.log_frames``)."""
+LogMultiplexer as a relay is (``relayline.web.dispatch.log_frames``)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from collections.abc import Iterator
 
 from flask import Response, current_app, request
 
-from channels import active_segment
-from channels.log import LogGoneError, LogReader, latest_segment
-from shared.jobs import ProtocolName
-from shared.protocols import protocol
-from shared.sse import HEARTBEAT as SSE_HEARTBEAT
-from web.direct import direct_socket
-from web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, STREAM_ID_HEADER, log_frames
-from web.services import services
+from relayline.channels import active_segment
+from relayline.channels.log import LogGoneError, LogReader, latest_segment
+from relayline.shared.jobs import ProtocolName
+from relayline.shared.protocols import protocol
+from relayline.shared.sse import HEARTBEAT as SSE_HEARTBEAT
+from relayline.web.direct import direct_socket
+from relayline.web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, STREAM_ID_HEADER, log_frames
+from relayline.web.services import services
 
 
 def active_reader(

@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
-from shared.errors import InputTranslationError
-from shared.ids import STREAM_ID_PATTERN, THREAD_ID_PATTERN
-from web.bounds import MAX_ID_CHARS, json_body
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.ids import STREAM_ID_PATTERN, THREAD_ID_PATTERN
+from relayline.web.bounds import MAX_ID_CHARS, json_body
 
 #: Pusher's socket id format; ASCII digits only (``\d`` would take other scripts' digits)
 SOCKET_ID_PATTERN = r"[0-9]{1,20}\.[0-9]{1,20}"

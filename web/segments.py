@@ -16,10 +16,10 @@ from typing import Any, TypedDict
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, Gone, NotFound
 
-from channels.log import LogGoneError, active_segment, is_thread_segment, kept_after
-from shared.ids import STREAM_ID
-from web.auth import current_user, thread_for
-from web.services import services
+from relayline.channels.log import LogGoneError, active_segment, is_thread_segment, kept_after
+from relayline.shared.ids import STREAM_ID
+from relayline.web.auth import current_user, thread_for
+from relayline.web.services import services
 
 bp = Blueprint("segments", __name__)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from celery.result import AsyncResult
 
-from channels.log import LogLimits
-from channels.turns import release_when_idle
-from shared.jobs import ContinueJobJSON, TurnJobJSON, shown_kwargs
-from shared.records import ACTIVE_STATUSES
-from web.services import Services
+from relayline.channels.log import LogLimits
+from relayline.channels.turns import release_when_idle
+from relayline.shared.jobs import ContinueJobJSON, TurnJobJSON, shown_kwargs
+from relayline.shared.records import ACTIVE_STATUSES
+from relayline.web.services import Services
 
 
 class _Unread(AsyncResult):  # type: ignore[type-arg]  # never parameterised: unread

@@ -10,13 +10,13 @@ import redis
 from celery import Celery
 from flask import Flask, current_app
 
-from channels.multiplex import LogMultiplexer
-from shared import redis_version
-from shared.auth import IdentityTokens
-from shared.persistence import Store
-from shared.registry import AgentRegistry
-from shared.settings import Settings
-from web.broker import web_celery
+from relayline.channels.multiplex import LogMultiplexer
+from relayline.shared import redis_version
+from relayline.shared.auth import IdentityTokens
+from relayline.shared.persistence import Store
+from relayline.shared.registry import AgentRegistry
+from relayline.shared.settings import Settings
+from relayline.web.broker import web_celery
 
 redis_version.read_once()  # before the first connection of the process
 

@@ -24,15 +24,15 @@ from flask import Blueprint, Response, jsonify, request
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
-from channels.log import active_segment
-from channels.stops import announce_stop, stop_before_start
-from shared.agent.stop import StopOutcome, stop_thread, wait_stopped
-from shared.jobs import DEFAULT_AGENT
-from web.auth import current_user, thread_for
-from web.recovering import ShownStatus, shown_status
-from web.schemas import ChatStopBody, parse_body
-from web.sending import release_if_idle
-from web.services import Services, services
+from relayline.channels.log import active_segment
+from relayline.channels.stops import announce_stop, stop_before_start
+from relayline.shared.agent.stop import StopOutcome, stop_thread, wait_stopped
+from relayline.shared.jobs import DEFAULT_AGENT
+from relayline.web.auth import current_user, thread_for
+from relayline.web.recovering import ShownStatus, shown_status
+from relayline.web.schemas import ChatStopBody, parse_body
+from relayline.web.sending import release_if_idle
+from relayline.web.services import Services, services
 
 logger = logging.getLogger("relayline.web")
 

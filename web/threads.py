@@ -15,13 +15,13 @@ from flask import Blueprint, Response, jsonify, request
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
-from channels.log import forget_thread
-from channels.turns import drop_queue
-from shared.persistence.store import ThreadSummary
-from web.auth import current_user, thread_for
-from web.recovering import shown_statuses
-from web.services import services
-from web.stop import stop_and_wait
+from relayline.channels.log import forget_thread
+from relayline.channels.turns import drop_queue
+from relayline.shared.persistence.store import ThreadSummary
+from relayline.web.auth import current_user, thread_for
+from relayline.web.recovering import shown_statuses
+from relayline.web.services import services
+from relayline.web.stop import stop_and_wait
 
 logger = logging.getLogger("relayline.web")
 

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from channels.log import LogGoneError
-from shared.agent import Agent
-from shared.errors import InputTranslationError
-from shared.ids import new_id, new_run_id
-from shared.jobs import ContinueJob, TurnJob, UserTurn
-from shared.protocols.vercel import VercelAIInputTranslator, ui_messages
-from shared.texts import EMPTY_TURN
-from web.auth import current_user, thread_for
-from web.bounds import check_vercel
-from web.dispatch import current_run, deliver, json_body, refuse_replay
-from web.multitask import make_room, strategy
-from web.resume import active_reader, resumed_response
-from web.schemas import ChatBody, parse_body
-from web.services import services
+from relayline.channels.log import LogGoneError
+from relayline.shared.agent import Agent
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.ids import new_id, new_run_id
+from relayline.shared.jobs import ContinueJob, TurnJob, UserTurn
+from relayline.shared.protocols.vercel import VercelAIInputTranslator, ui_messages
+from relayline.shared.texts import EMPTY_TURN
+from relayline.web.auth import current_user, thread_for
+from relayline.web.bounds import check_vercel
+from relayline.web.dispatch import current_run, deliver, json_body, refuse_replay
+from relayline.web.multitask import make_room, strategy
+from relayline.web.resume import active_reader, resumed_response
+from relayline.web.schemas import ChatBody, parse_body
+from relayline.web.services import services
 
 bp = Blueprint("vercel", __name__)
 

@@ -1,7 +1,7 @@
 """The WSGI entry point: ``gunicorn -k gevent web.wsgi:app`` (what ``relayline web`` runs)."""
 
-from shared import collector
-from web import create_app
+from relayline.shared import collector
+from relayline.web import create_app
 
 app = create_app()
 

@@ -15,8 +15,8 @@ import prometheus_client
 from celery import Celery
 from celery.signals import worker_init, worker_process_init, worker_ready
 
-from shared import collector, green, redis_version, telemetry
-from shared.settings import Settings
+from relayline.shared import collector, green, redis_version, telemetry
+from relayline.shared.settings import Settings
 
 if TYPE_CHECKING:
     from celery.worker import WorkController
@@ -43,7 +43,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
     broker = settings.broker_url
     if not broker:
         raise RuntimeError("Set REDIS_URL (or CELERY_BROKER_URL) for the worker's broker.")
-    app = Celery("relayline", broker=broker, include=["worker.tasks"])
+    app = Celery("relayline", broker=broker, include=["relayline.worker.tasks"])
     app.conf.update(
         task_serializer="json",
         accept_content=["json"],
@@ -66,11 +66,11 @@ def make_celery(settings: Settings | None = None) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         # Undecodable messages go to the dead-letter list as well (worker.guard).
-        worker_consumer="worker.guard:GuardedConsumer",
+        worker_consumer="relayline.worker.guard:GuardedConsumer",
     )
     if broker.split("://", 1)[0] in ("redis", "rediss"):
         # Turns waiting in the broker are taken in batches, not one per round trip.
-        app.conf.broker_transport = "worker.intake:Transport"
+        app.conf.broker_transport = "relayline.worker.intake:Transport"
     if pool == "gevent":
         # Under gevent Celery consumes in its blocking synloop, and with AMQP heartbeats
         # on it took about 100 ms per message (10 tasks/s received, measured; off: all at

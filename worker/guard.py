@@ -22,7 +22,7 @@ from celery.worker.consumer import Consumer
 from celery.worker.request import Request
 from celery.worker.state import task_ready
 
-from shared.jsonutil import depth, dumps
+from relayline.shared.jsonutil import depth, dumps
 
 logger = logging.getLogger("relayline.worker")
 
@@ -58,7 +58,7 @@ def dead_letter(task: str, task_id: str, reason: str, body: bytes | str) -> None
     }
     logger.error("job %s of %s dead-lettered: %s", task_id, task, reason)
     try:
-        from worker.resources import resources
+        from relayline.worker.resources import resources
 
         client = resources().redis
         pipe = client.pipeline(transaction=False)

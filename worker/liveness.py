@@ -40,10 +40,10 @@ from typing import cast
 
 import redis
 
-from channels.liveness import heartbeat_key
-from shared.jobs import AnyJob, Job, JobError, RecoverJob, Target
-from shared.jsonutil import dumps
-from shared.persistence import RunRecord, Store
+from relayline.channels.liveness import heartbeat_key
+from relayline.shared.jobs import AnyJob, Job, JobError, RecoverJob, Target
+from relayline.shared.jsonutil import dumps
+from relayline.shared.persistence import RunRecord, Store
 
 logger = logging.getLogger("relayline.liveness")
 

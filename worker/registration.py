@@ -1,6 +1,6 @@
-"""relayline's tasks on any Celery application: its own (``worker.app``) and a host's.
+"""relayline's tasks on any Celery application: its own (``relayline.worker.app``) and a host's.
 
-Each task body in ``worker.tasks`` is a plain function declared with ``relayline_task``,
+Each task body in ``relayline.worker.tasks`` is a plain function declared with ``relayline_task``,
 which keeps it here and registers it on relayline's own application; ``register`` puts
 the same bodies, under the same names and options, on an application the host already
 runs (``relayline.worker.register(celery_app)``). Registration is explicit rather than
@@ -8,7 +8,7 @@ runs (``relayline.worker.register(celery_app)``). Registration is explicit rathe
 client included) with one set of options, while here each app gets relayline's options
 and its own queue, and a host sees in its own code where relayline's tasks come from.
 
-The names are the constants of ``shared.jobs`` on every application: the web sends
+The names are the constants of ``relayline.shared.jobs`` on every application: the web sends
 tasks by name, and a job queued by one deploy must be understood by the next one's
 workers, so the names never move. What moves turns to dedicated workers is the queue
 (RELAYLINE_QUEUE, or ``register(..., queue=...)``)."""
@@ -21,17 +21,17 @@ from typing import Any
 
 from celery import Celery, Task
 
-from shared.settings import Settings
-from worker import runlog  # noqa: F401  (connects the run log to every task)
-from worker.app import TASK_SOFT_TIME_LIMIT, TASK_TIME_LIMIT, VISIBILITY_TIMEOUT, app
-from worker.guard import GuardedRequest
+from relayline.shared.settings import Settings
+from relayline.worker import runlog  # noqa: F401  (connects the run log to every task)
+from relayline.worker.app import TASK_SOFT_TIME_LIMIT, TASK_TIME_LIMIT, VISIBILITY_TIMEOUT, app
+from relayline.worker.guard import GuardedRequest
 
 logger = logging.getLogger("relayline.worker")
 
-#: a task body: ``(task, job) -> outcome``, as ``worker.tasks`` defines them
+#: a task body: ``(task, job) -> outcome``, as ``relayline.worker.tasks`` defines them
 TaskBody = Callable[..., str]
 
-#: every body ``worker.tasks`` declared, by task name
+#: every body ``relayline.worker.tasks`` declared, by task name
 BODIES: dict[str, TaskBody] = {}
 
 
@@ -50,7 +50,7 @@ def register(celery_app: Celery, *, queue: str | None = None) -> dict[str, Task[
     RELAYLINE_QUEUE, else Celery's default queue). A worker of ``celery_app`` that
     consumes that queue runs turns; its processes read relayline's settings from the
     environment, as ``relayline worker`` does. Returns the tasks by name."""
-    import worker.tasks  # noqa: F401  (declares the bodies)
+    import relayline.worker.tasks  # noqa: F401  (declares the bodies)
 
     queue = queue or Settings.from_env().queue
     visibility = (celery_app.conf.broker_transport_options or {}).get("visibility_timeout")

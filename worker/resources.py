@@ -16,9 +16,9 @@ from typing import TypedDict
 
 import redis
 
-from shared.persistence import Store
-from shared.registry import AgentRegistry
-from shared.settings import Settings
+from relayline.shared.persistence import Store
+from relayline.shared.registry import AgentRegistry
+from relayline.shared.settings import Settings
 
 #: database connections beyond the turns' share (opened when asked for, closed when
 #: returned): the sweeper's, and slack for a burst

@@ -33,9 +33,9 @@ from typing import Any, Final, TypedDict
 
 from celery.signals import task_postrun, task_prerun
 
-from shared import metrics
-from shared.jobs import CONTINUE_RUN, DEFAULT_AGENT, EXPIRE_WAIT, RECOVER_RUN, RUN_TURN
-from worker.resources import resources
+from relayline.shared import metrics
+from relayline.shared.jobs import CONTINUE_RUN, DEFAULT_AGENT, EXPIRE_WAIT, RECOVER_RUN, RUN_TURN
+from relayline.worker.resources import resources
 
 logger = logging.getLogger("relayline.runs")
 

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import redis
 
-from channels import (
+from relayline.channels import (
     AbstractChannel,
     LogLimits,
     LogOnlyChannel,
@@ -18,12 +18,12 @@ from channels import (
     PusherChannel,
     SegmentLog,
 )
-from channels.log import LogBatching, log_key
-from shared.delivery import Channel
-from shared.ids import new_stream_id
-from shared.jobs import Job, Target, TargetKind
-from shared.settings import Settings
-from worker.resources import Resources
+from relayline.channels.log import LogBatching, log_key
+from relayline.shared.delivery import Channel
+from relayline.shared.ids import new_stream_id
+from relayline.shared.jobs import Job, Target, TargetKind
+from relayline.shared.settings import Settings
+from relayline.worker.resources import Resources
 
 J = TypeVar("J", bound=Job)
 

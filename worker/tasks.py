@@ -24,25 +24,25 @@ import redis
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
-from channels.backlog import uncount
-from channels.liveness import heartbeat_key
-from channels.log import LogLimits, log_key
-from channels.stops import pending_stop_key, process_watcher
-from channels.turns import release_when_idle
-from shared.agent import Agent, Continuation
-from shared.agent.agent import Segment
-from shared.agent.segment import drain
-from shared.agent.spec import AgentSpec, RunState
-from shared.cancel import CancelToken
-from shared.errors import (
+from relayline.channels.backlog import uncount
+from relayline.channels.liveness import heartbeat_key
+from relayline.channels.log import LogLimits, log_key
+from relayline.channels.stops import pending_stop_key, process_watcher
+from relayline.channels.turns import release_when_idle
+from relayline.shared.agent import Agent, Continuation
+from relayline.shared.agent.agent import Segment
+from relayline.shared.agent.segment import drain
+from relayline.shared.agent.spec import AgentSpec, RunState
+from relayline.shared.cancel import CancelToken
+from relayline.shared.errors import (
     RelaylineError,
     RunElsewhereError,
     RunFailedError,
     StaleRunError,
     WorkflowError,
 )
-from shared.interrupts import ToolResultsRequest
-from shared.jobs import (
+from relayline.shared.interrupts import ToolResultsRequest
+from relayline.shared.jobs import (
     CONTINUE_RUN,
     EXPIRE_WAIT,
     RECOVER_RUN,
@@ -61,17 +61,17 @@ from shared.jobs import (
     TurnJobJSON,
     shown_kwargs,
 )
-from shared.messages import Message
-from shared.protocols import adapter_factory, failure_frames
-from shared.protocols.agui.seed import agui_seed
-from shared.records import ACTIVE_STATUSES
-from shared.tools import redactions
-from worker import runlog
-from worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
-from worker.liveness import Heartbeat, Sweeper, beat_alive, holder_alive
-from worker.registration import relayline_task
-from worker.resources import Resources, resources
-from worker.targets import channel_factory, push_target, with_segment
+from relayline.shared.messages import Message
+from relayline.shared.protocols import adapter_factory, failure_frames
+from relayline.shared.protocols.agui.seed import agui_seed
+from relayline.shared.records import ACTIVE_STATUSES
+from relayline.shared.tools import redactions
+from relayline.worker import runlog
+from relayline.worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
+from relayline.worker.liveness import Heartbeat, Sweeper, beat_alive, holder_alive
+from relayline.worker.registration import relayline_task
+from relayline.worker.resources import Resources, resources
+from relayline.worker.targets import channel_factory, push_target, with_segment
 
 logger = logging.getLogger("relayline.worker")
 #: any of the tasks below, as the helpers see it (they read only ``request``); a string,

@@ -10,21 +10,27 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared.agent.loop import RunLoop
-from shared.agent.segment import AdapterFactory, ChannelFactory, drain, run_segment, state_of
-from shared.agent.spec import AgentSpec, RunState
-from shared.batch import request_from_record
-from shared.cancel import CancelToken
-from shared.errors import (
+from relayline.shared.agent.loop import RunLoop
+from relayline.shared.agent.segment import (
+    AdapterFactory,
+    ChannelFactory,
+    drain,
+    run_segment,
+    state_of,
+)
+from relayline.shared.agent.spec import AgentSpec, RunState
+from relayline.shared.batch import request_from_record
+from relayline.shared.cancel import CancelToken
+from relayline.shared.errors import (
     ExpiredError,
     InputTranslationError,
     RunFailedError,
     StaleRunError,
     WorkflowError,
 )
-from shared.ids import MESSAGE_ID, RUN_ID, invalid_thread_id, is_thread_id, new_id
-from shared.ids import THREAD_ID as THREAD_ID  # re-exported: it lived here
-from shared.interrupts import (
+from relayline.shared.ids import MESSAGE_ID, RUN_ID, invalid_thread_id, is_thread_id, new_id
+from relayline.shared.ids import THREAD_ID as THREAD_ID  # re-exported: it lived here
+from relayline.shared.interrupts import (
     TIMEOUT_ERROR,
     Answer,
     Answers,
@@ -32,13 +38,13 @@ from shared.interrupts import (
     InterruptRequest,
     ToolResultsRequest,
 )
-from shared.jobs import ANONYMOUS
-from shared.messages import Message
-from shared.persistence.store import RunRecord, Store
-from shared.protocols.translator import InputTranslator
-from shared.records import Accepted, Checkpoint
-from shared.texts import EMPTY_TURN, NO_MATCH
-from shared.tools import FrontendTool, FrontendToolJSON
+from relayline.shared.jobs import ANONYMOUS
+from relayline.shared.messages import Message
+from relayline.shared.persistence.store import RunRecord, Store
+from relayline.shared.protocols.translator import InputTranslator
+from relayline.shared.records import Accepted, Checkpoint
+from relayline.shared.texts import EMPTY_TURN, NO_MATCH
+from relayline.shared.tools import FrontendTool, FrontendToolJSON
 
 Segment = Generator[Any, None, RunState]
 

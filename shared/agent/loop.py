@@ -27,30 +27,30 @@ from typing import Any
 
 from opentelemetry.trace import StatusCode
 
-from shared import batch as batches
-from shared import metrics
-from shared.agent.spec import AgentSpec
-from shared.cancel import CancelToken
-from shared.chunks import (
+from relayline.shared import batch as batches
+from relayline.shared import metrics
+from relayline.shared.agent.spec import AgentSpec
+from relayline.shared.cancel import CancelToken
+from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
     ToolArgumentChunk,
     ToolCallChunk,
     ToolResultChunk,
 )
-from shared.errors import ProviderError, RelaylineError
-from shared.errors import StepLimitError as StepLimitError  # re-exported: it lived here
-from shared.events import Activity, RunUsage, StepFinished, StepStarted
-from shared.interrupts import (
+from relayline.shared.errors import ProviderError, RelaylineError
+from relayline.shared.errors import StepLimitError as StepLimitError  # re-exported: it lived here
+from relayline.shared.events import Activity, RunUsage, StepFinished, StepStarted
+from relayline.shared.interrupts import (
     TIMEOUT_ERROR,
     ApprovalRequest,
     InterruptJSON,
     ToolResultsRequest,
 )
-from shared.jsonutil import dumps
-from shared.messages import Message, ToolCallPart, new_id
-from shared.persistence.store import UNCHANGED, RunRecord, Store, Unchanged
-from shared.providers.base import (
+from relayline.shared.jsonutil import dumps
+from relayline.shared.messages import Message, ToolCallPart, new_id
+from relayline.shared.persistence.store import UNCHANGED, RunRecord, Store, Unchanged
+from relayline.shared.providers.base import (
     MetaDelta,
     ModelDelta,
     ModelRequest,
@@ -60,7 +60,7 @@ from shared.providers.base import (
     ToolSchema,
     Usage,
 )
-from shared.records import (
+from relayline.shared.records import (
     Accepted,
     BatchJSON,
     CallJSON,
@@ -69,9 +69,9 @@ from shared.records import (
     RunStatus,
     UsageJSON,
 )
-from shared.telemetry import tracer
-from shared.texts import RUN_FAILED
-from shared.tools import AnyTool, cancel_scope
+from relayline.shared.telemetry import tracer
+from relayline.shared.texts import RUN_FAILED
+from relayline.shared.tools import AnyTool, cancel_scope
 
 Item = Any  # a chunk or a portable event
 

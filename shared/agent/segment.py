@@ -9,16 +9,16 @@ import logging
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
-from shared.agent.loop import RunLoop
-from shared.agent.spec import RunState
-from shared.batch import request_from_record
-from shared.chunks import InterruptEvent
-from shared.delivery import Channel, GuardedChannel
-from shared.errors import ConflictError, RelaylineError, RunFailedError
-from shared.events import ProtocolEvent
-from shared.persistence.store import RunRecord
-from shared.protocols.adapter import StreamAdapter
-from shared.texts import RUN_FAILED
+from relayline.shared.agent.loop import RunLoop
+from relayline.shared.agent.spec import RunState
+from relayline.shared.batch import request_from_record
+from relayline.shared.chunks import InterruptEvent
+from relayline.shared.delivery import Channel, GuardedChannel
+from relayline.shared.errors import ConflictError, RelaylineError, RunFailedError
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.persistence.store import RunRecord
+from relayline.shared.protocols.adapter import StreamAdapter
+from relayline.shared.texts import RUN_FAILED
 
 AdapterFactory = Callable[[], StreamAdapter]
 ChannelFactory = Callable[[], Channel]

@@ -1,5 +1,5 @@
 """What an agent is (AgentSpec) and where a run ended up (RunState, re-exported from
-``shared.run_state``)."""
+``relayline.shared.run_state``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
-from shared.providers.base import Provider
-from shared.run_state import RunState
-from shared.tools import AnyTool, FrontendTool, Tool
+from relayline.shared.providers.base import Provider
+from relayline.shared.run_state import RunState
+from relayline.shared.tools import AnyTool, FrontendTool, Tool
 
 MultitaskStrategy = Literal["reject", "interrupt", "enqueue"]
 MULTITASK_STRATEGIES: tuple[MultitaskStrategy, ...] = ("reject", "interrupt", "enqueue")

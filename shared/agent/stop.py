@@ -1,7 +1,7 @@
 """Stopping a thread's run on a person's request, from any process.
 
 A running run is stopped by its executor: the request is recorded on the run
-(``Store.request_stop``) and the caller wakes the worker (``worker.stops``); the loop
+(``Store.request_stop``) and the caller wakes the worker (``relayline.worker.stops``); the loop
 ends the run ``cancelled`` at its next delta, model call or tool boundary. A suspended
 run has no executor, so it is settled here: every call it waits on is answered as
 stopped and the run is written ``cancelled`` in one compare-and-set. Either way the
@@ -14,10 +14,10 @@ import dataclasses
 import threading
 import time
 
-from shared import batch as batches
-from shared.errors import ConflictError
-from shared.persistence.store import RunRecord, Store
-from shared.records import Checkpoint, RunStatus
+from relayline.shared import batch as batches
+from relayline.shared.errors import ConflictError
+from relayline.shared.persistence.store import RunRecord, Store
+from relayline.shared.records import Checkpoint, RunStatus
 
 #: bound on compare-and-set retries when the run moves while it is being stopped
 _ATTEMPTS = 5

@@ -1,5 +1,5 @@
 """Durable storage: threads, messages and runs."""
 
-from shared.persistence.store import RunRecord, Store, ThreadRecord
+from relayline.shared.persistence.store import RunRecord, Store, ThreadRecord
 
 __all__ = ["RunRecord", "Store", "ThreadRecord"]

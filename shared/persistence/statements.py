@@ -12,7 +12,7 @@ from typing import Final
 
 import sqlalchemy as sa
 
-from shared.persistence.schema import messages, runs, threads
+from relayline.shared.persistence.schema import messages, runs, threads
 
 THREAD: Final = sa.select(threads).where(threads.c.id == sa.bindparam("b_thread"))
 RUN: Final = sa.select(runs).where(

@@ -19,13 +19,13 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Connection, Engine
 
-from shared.errors import ConflictError, RunInFlightError
-from shared.interrupts import InterruptJSON
-from shared.jsonutil import dumps
-from shared.messages import Message
-from shared.persistence import statements
-from shared.persistence.schema import messages, runs, threads
-from shared.records import ACTIVE_STATUSES, Accepted, Checkpoint, RunStart, RunStatus
+from relayline.shared.errors import ConflictError, RunInFlightError
+from relayline.shared.interrupts import InterruptJSON
+from relayline.shared.jsonutil import dumps
+from relayline.shared.messages import Message
+from relayline.shared.persistence import statements
+from relayline.shared.persistence.schema import messages, runs, threads
+from relayline.shared.records import ACTIVE_STATUSES, Accepted, Checkpoint, RunStart, RunStatus
 
 ACTIVE = ACTIVE_STATUSES
 

@@ -3,7 +3,7 @@ stream adapter, reload projection, input translator and wire helpers, chosen by 
 through one table (``registry``). ``adapter`` and ``translator`` are the two contracts
 every protocol implements; ``rules`` holds what their translators share."""
 
-from shared.protocols.registry import (
+from relayline.shared.protocols.registry import (
     PROTOCOLS,
     REGISTRY,
     ProtocolEntry,

@@ -13,17 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from shared.chunks import (
+from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
     ToolArgumentChunk,
     ToolCallChunk,
     ToolResultChunk,
 )
-from shared.errors import DeliveryError, StreamAdapterError
-from shared.events import ProtocolEvent, StreamEvent
-from shared.interrupts import InterruptRequest
-from shared.texts import RUN_FAILED
+from relayline.shared.errors import DeliveryError, StreamAdapterError
+from relayline.shared.events import ProtocolEvent, StreamEvent
+from relayline.shared.interrupts import InterruptRequest
+from relayline.shared.texts import RUN_FAILED
 
 Mapper = Callable[[Any], StreamEvent | None]
 

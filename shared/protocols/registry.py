@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from shared.events import ProtocolEvent
-from shared.jobs import PROTOCOL_NAMES, ClientSeed, ProtocolName
-from shared.protocols.adapter import StreamAdapter
-from shared.protocols.agui.adapter import AGUIAdapter
-from shared.protocols.native.adapter import NativeAdapter
-from shared.protocols.vercel.adapter import VercelAIAdapter
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.jobs import PROTOCOL_NAMES, ClientSeed, ProtocolName
+from relayline.shared.protocols.adapter import StreamAdapter
+from relayline.shared.protocols.agui.adapter import AGUIAdapter
+from relayline.shared.protocols.native.adapter import NativeAdapter
+from relayline.shared.protocols.vercel.adapter import VercelAIAdapter
 
 PROTOCOLS = PROTOCOL_NAMES
 

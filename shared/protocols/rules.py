@@ -12,9 +12,15 @@ from collections.abc import Mapping, MutableMapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from shared.errors import InputTranslationError
-from shared.interrupts import Answer, Answers, ApprovalRequest, InterruptRequest, ToolResultsRequest
-from shared.texts import NO_MATCH as NO_MATCH  # re-exported: it lived here
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.interrupts import (
+    Answer,
+    Answers,
+    ApprovalRequest,
+    InterruptRequest,
+    ToolResultsRequest,
+)
+from relayline.shared.texts import NO_MATCH as NO_MATCH  # re-exported: it lived here
 
 
 class WaitRequest(Protocol):

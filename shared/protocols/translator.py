@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from shared.interrupts import Answers, InterruptRequest
+from relayline.shared.interrupts import Answers, InterruptRequest
 
 
 class NewTurn(NamedTuple):

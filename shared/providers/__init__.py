@@ -2,7 +2,7 @@
 supports (``PydanticAIProvider``; pydantic-ai is an optional extra, imported on first use), and a
 dependency-free OpenAI-compatible one."""
 
-from shared.providers.base import (
+from relayline.shared.providers.base import (
     MetaDelta,
     ModelDelta,
     ModelRequest,
@@ -13,10 +13,10 @@ from shared.providers.base import (
     ToolSchema,
     Usage,
 )
-from shared.providers.openai import OpenAIProvider
-from shared.providers.pydantic_ai import PydanticAIProvider
-from shared.providers.scripted import ScriptedProvider
-from shared.settings import Settings
+from relayline.shared.providers.openai import OpenAIProvider
+from relayline.shared.providers.pydantic_ai import PydanticAIProvider
+from relayline.shared.providers.scripted import ScriptedProvider
+from relayline.shared.settings import Settings
 
 __all__ = [
     "MetaDelta",

@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from shared.cancel import CancelToken
-from shared.messages import Message
+from relayline.shared.cancel import CancelToken
+from relayline.shared.messages import Message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,5 +77,6 @@ ModelDelta = TextDelta | ReasoningDelta | ToolCallDelta | Usage | MetaDelta
 @runtime_checkable
 class Provider(Protocol):
     def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
-        """Yield the model's deltas. Raise :class:`shared.errors.ProviderError` on failure."""
+        """Yield the model's deltas. Raise :class:`~relayline.shared.errors.ProviderError` on
+        failure."""
         ...

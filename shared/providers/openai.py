@@ -18,10 +18,10 @@ from typing import Any
 import requests
 import urllib3.exceptions
 
-from shared import jsonutil
-from shared.errors import ProviderError
-from shared.messages import Message
-from shared.providers.base import (
+from relayline.shared import jsonutil
+from relayline.shared.errors import ProviderError
+from relayline.shared.messages import Message
+from relayline.shared.providers.base import (
     ModelDelta,
     ModelRequest,
     ReasoningDelta,
@@ -29,7 +29,7 @@ from shared.providers.base import (
     ToolCallDelta,
     Usage,
 )
-from shared.settings import Settings
+from relayline.shared.settings import Settings
 
 _NAME = "OpenAI-compatible provider"
 _CANCELLED = "call was cancelled: the run is stopping"

@@ -27,10 +27,10 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from shared import jsonutil
-from shared.errors import ProviderError
-from shared.messages import Message
-from shared.providers.base import (
+from relayline.shared import jsonutil
+from relayline.shared.errors import ProviderError
+from relayline.shared.messages import Message
+from relayline.shared.providers.base import (
     MetaDelta,
     ModelDelta,
     ModelRequest,
@@ -39,7 +39,7 @@ from shared.providers.base import (
     ToolCallDelta,
     Usage,
 )
-from shared.settings import Settings
+from relayline.shared.settings import Settings
 
 if TYPE_CHECKING:
     from pydantic_ai import messages as pai

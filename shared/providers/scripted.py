@@ -23,11 +23,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from shared.errors import ProviderError
-from shared.ids import new_id
-from shared.jsonutil import dumps
-from shared.messages import Message
-from shared.providers.base import (
+from relayline.shared.errors import ProviderError
+from relayline.shared.ids import new_id
+from relayline.shared.jsonutil import dumps
+from relayline.shared.messages import Message
+from relayline.shared.providers.base import (
     ModelDelta,
     ModelRequest,
     ReasoningDelta,

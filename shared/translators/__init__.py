@@ -7,8 +7,8 @@ histories. Both raise InputTranslationError (400) for malformed or unmatched inp
 and let the request's WorkflowError (409) through.
 """
 
-from shared.protocols.agui.translator import AGUIInputTranslator
-from shared.protocols.translator import InputTranslator
-from shared.protocols.vercel.translator import VercelAIInputTranslator
+from relayline.shared.protocols.agui.translator import AGUIInputTranslator
+from relayline.shared.protocols.translator import InputTranslator
+from relayline.shared.protocols.vercel.translator import VercelAIInputTranslator
 
 __all__ = ["AGUIInputTranslator", "InputTranslator", "VercelAIInputTranslator"]

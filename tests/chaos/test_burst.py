@@ -14,8 +14,8 @@ from typing import Any
 import requests
 import sqlalchemy as sa
 
-from shared.persistence import Store
-from shared.persistence.schema import runs
+from relayline.shared.persistence import Store
+from relayline.shared.persistence.schema import runs
 from tests.support.chaos import report
 from tests.support.http_app import assert_queue_full, thread_count
 from tests.support.redis_server import RedisDatabases

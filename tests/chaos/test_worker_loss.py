@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import requests
 
-from shared.agent.loop import INTERRUPTED_ERROR
-from shared.persistence import Store
+from relayline.shared.agent.loop import INTERRUPTED_ERROR
+from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.chaos import report, seconds, until
 from tests.support.redis_server import RedisDatabases

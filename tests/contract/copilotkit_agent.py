@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from shared.agent import AgentSpec, FrontendTool, tool
+from relayline.shared.agent import AgentSpec, FrontendTool, tool
 from tests.contract.vercel_agent import StreamCountingProvider
 from tests.support.agents_contract import RecordingProvider
 

@@ -25,10 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from shared.agent import AgentSpec, FrontendTool, tool
-from shared.messages import Message
-from shared.providers import ScriptedProvider
-from shared.providers.base import ModelDelta, ModelRequest
+from relayline.shared.agent import AgentSpec, FrontendTool, tool
+from relayline.shared.messages import Message
+from relayline.shared.providers import ScriptedProvider
+from relayline.shared.providers.base import ModelDelta, ModelRequest
 
 #: the cities of the backend-tool turns, one per scenario so executions can be told apart
 CITIES = ("Bergen", "Tromso", "Oslo")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.agent import AgentSpec
-from shared.providers import ScriptedProvider
+from relayline.shared.agent import AgentSpec
+from relayline.shared.providers import ScriptedProvider
 
 #: one line of every kind of text the answer is made of
 _LINES = (

@@ -22,11 +22,11 @@ import pytest
 from werkzeug.middleware.shared_data import SharedDataMiddleware
 from werkzeug.serving import make_server
 
-from shared.settings import Settings
+from relayline.shared.settings import Settings
+from relayline.web import create_app
 from tests.support.node_suites import NPM_CI_TIMEOUT, install_node_packages, run_node_tests
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import Worker, fresh_env
-from web import create_app
 
 pytestmark = [pytest.mark.integration, pytest.mark.contract]
 

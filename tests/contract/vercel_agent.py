@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from shared.agent import AgentSpec, FrontendTool, tool
-from shared.providers.base import ModelDelta, ModelRequest
+from relayline.shared.agent import AgentSpec, FrontendTool, tool
+from relayline.shared.providers.base import ModelDelta, ModelRequest
 from tests.support.agents_contract import RecordingProvider
 
 

@@ -14,13 +14,13 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from channels.log import active_segment
-from shared.auth import mint_token
-from shared.persistence import Store
-from shared.settings import Settings
+from relayline.channels.log import active_segment
+from relayline.shared.auth import mint_token
+from relayline.shared.persistence import Store
+from relayline.shared.settings import Settings
+from relayline.web import create_app
 from tests.support.http_app import PUSH_ENV, assert_queue_full, thread_count
 from tests.support.stack import fresh_env
-from web import create_app
 
 pytestmark = pytest.mark.integration
 

@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from shared.adapters import AGUIAdapter
-from shared.agent import Agent, AgentSpec
-from shared.interrupts import CANCELLED_ERROR
-from shared.messages import Message
-from shared.persistence import Store
-from shared.translators import AGUIInputTranslator
+from relayline.shared.adapters import AGUIAdapter
+from relayline.shared.agent import Agent, AgentSpec
+from relayline.shared.interrupts import CANCELLED_ERROR
+from relayline.shared.messages import Message
+from relayline.shared.persistence import Store
+from relayline.shared.translators import AGUIInputTranslator
+from relayline.web.agui import agui_thread_payload
 from tests.support.agents import build_spec, count
 from tests.support.agui import (
     Wire,
@@ -33,7 +34,6 @@ from tests.support.agui import (
     stream,
     types,
 )
-from web.agui import agui_thread_payload
 
 pytestmark = pytest.mark.integration
 

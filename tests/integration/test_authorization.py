@@ -9,13 +9,13 @@ import pytest
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from channels import ActiveSegment, LogLimits, LogOnlyChannel, SegmentLog, announce
-from shared.auth import mint_token
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
-from shared.persistence import Store
-from shared.settings import Settings
-from web import create_app
+from relayline.channels import ActiveSegment, LogLimits, LogOnlyChannel, SegmentLog, announce
+from relayline.shared.auth import mint_token
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
+from relayline.shared.persistence import Store
+from relayline.shared.settings import Settings
+from relayline.web import create_app
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import pytest
 import redis
 from kombu import Connection, Consumer, Exchange, Message, Producer, Queue
 
-from worker.intake import BATCH, Transport
+from relayline.worker.intake import BATCH, Transport
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ import requests
 from flask import Flask
 
 from relayline import Relayline
-from shared.ids import THREAD_ID_PATTERN
-from shared.persistence import Store
-from shared.settings import Settings
+from relayline.shared.ids import THREAD_ID_PATTERN
+from relayline.shared.persistence import Store
+from relayline.shared.settings import Settings
 from tests.support.host_app import HostServer
 from tests.support.mercure_hub import MercureHub
 from tests.support.push_stack import PushStack, push_stack

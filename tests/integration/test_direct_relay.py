@@ -20,10 +20,10 @@ import pytest
 import redis
 import requests
 
-from channels import LogLimits, SegmentLog
-from channels.envelope import COMPLETED, encode_envelope, encode_json, terminal_data
-from shared.ids import new_stream_id
-from shared.persistence import Store
+from relayline.channels import LogLimits, SegmentLog
+from relayline.channels.envelope import COMPLETED, encode_envelope, encode_json, terminal_data
+from relayline.shared.ids import new_stream_id
+from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import frames

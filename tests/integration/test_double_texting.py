@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from shared.persistence import Store
-from shared.texts import CALL_STOPPED
+from relayline.shared.persistence import Store
+from relayline.shared.texts import CALL_STOPPED
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, frames, text_of

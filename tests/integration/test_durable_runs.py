@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from shared.agent import Agent
-from shared.errors import InputTranslationError, StaleRunError, WorkflowError
-from shared.interrupts import ApprovalRequest, ToolResultsRequest
-from shared.persistence import Store
+from relayline.shared.agent import Agent
+from relayline.shared.errors import InputTranslationError, StaleRunError, WorkflowError
+from relayline.shared.interrupts import ApprovalRequest, ToolResultsRequest
+from relayline.shared.persistence import Store
 from tests.support.agents import build_spec, count
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import requests
 
-from shared.persistence import Store
-from shared.settings import Settings
+from relayline.shared.persistence import Store
+from relayline.shared.settings import Settings
 from tests.support.host_app import HostServer, HostWorker
 from tests.support.http_app import PUSH_ENV
 from tests.support.redis_server import RedisDatabases

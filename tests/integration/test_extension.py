@@ -11,11 +11,11 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from channels.mercure import thread_topic
 from relayline import Relayline
-from shared.settings import Settings
+from relayline.channels.mercure import thread_topic
+from relayline.shared.settings import Settings
+from relayline.web.services import Services
 from tests.support.http_app import PUSH_ENV
-from web.services import Services
 
 pytestmark = pytest.mark.integration
 
@@ -120,7 +120,7 @@ def test_relaylines_errors_and_limits_stay_its_own(client: FlaskClient) -> None:
 
 
 def test_the_standalone_app_is_the_same_extension(tmp_path: Path, redis_url: str) -> None:
-    from web import create_app
+    from relayline.web import create_app
 
     settings = Settings.from_env(
         {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}", "REDIS_URL": redis_url}

@@ -13,7 +13,7 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from shared.persistence import Store
+from relayline.shared.persistence import Store
 from tests.support.http_app import http_app, thread_count
 
 pytestmark = pytest.mark.integration

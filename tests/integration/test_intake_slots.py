@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from flask import Flask
 
-import web.dispatch
-from shared.settings import Settings
+import relayline.web.dispatch
+from relayline.shared.settings import Settings
+from relayline.web import admission, create_app
 from tests.support.http_app import PUSH_ENV
 from tests.support.stack import fresh_env
-from web import admission, create_app
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,7 @@ def test_no_more_than_the_slots_do_intake_at_once(
             active -= 1
         real(*args, **kwargs)
 
-    monkeypatch.setattr(web.dispatch, "admit_turn", held)
+    monkeypatch.setattr(relayline.web.dispatch, "admit_turn", held)
     statuses: list[int] = []
     threads = [
         threading.Thread(

@@ -17,10 +17,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from flask.testing import FlaskClient
 
-from shared.persistence import Store
-from shared.settings import Settings
+from relayline.shared.persistence import Store
+from relayline.shared.settings import Settings
+from relayline.web import create_app
 from tests.support.jwks_server import AUDIENCE, ISSUER, IdentityProvider, identity_provider
-from web import create_app
 
 pytestmark = pytest.mark.integration
 

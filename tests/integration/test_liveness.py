@@ -11,12 +11,12 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from shared.jobs import RecoverJob, Target, TurnJob, UserTurn
-from shared.messages import Message
-from shared.persistence import RunRecord, Store
-from shared.persistence.schema import runs
-from shared.records import Checkpoint
-from worker.liveness import Heartbeat, Sweeper, heartbeat_key, job_key, lapsed
+from relayline.shared.jobs import RecoverJob, Target, TurnJob, UserTurn
+from relayline.shared.messages import Message
+from relayline.shared.persistence import RunRecord, Store
+from relayline.shared.persistence.schema import runs
+from relayline.shared.records import Checkpoint
+from relayline.worker.liveness import Heartbeat, Sweeper, heartbeat_key, job_key, lapsed
 
 pytestmark = pytest.mark.integration
 

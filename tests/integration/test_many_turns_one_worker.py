@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import requests
 
-from shared.persistence import Store
+from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, text_of

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from shared.settings import Settings
+from relayline.shared.settings import Settings
 from tests.support.redis_server import RedisDatabases
 from tests.support.soketi import free_port
 from tests.support.sse import frames

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import requests
 
-from shared.persistence import Store
+from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.postgres import fresh_database
 from tests.support.redis_server import RedisDatabases

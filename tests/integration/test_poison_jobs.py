@@ -15,11 +15,11 @@ import requests
 from celery import Celery
 from kombu import Connection, Exchange
 
-from shared.jobs import RUN_TURN, TurnJob, UserTurn
+from relayline.shared.jobs import RUN_TURN, TurnJob, UserTurn
+from relayline.worker.guard import DEAD_LETTER
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, text_of
 from tests.support.stack import fresh_env, running_stack
-from worker.guard import DEAD_LETTER
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from shared.jobs import Target, TurnJob, UserTurn
-from worker.liveness import Heartbeat, heartbeat_key, holder, holder_alive
+from relayline.shared.jobs import Target, TurnJob, UserTurn
+from relayline.worker.liveness import Heartbeat, heartbeat_key, holder, holder_alive
 
 pytestmark = pytest.mark.integration
 

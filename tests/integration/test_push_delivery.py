@@ -25,9 +25,9 @@ import pytest
 import requests
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
-from channels import Envelope, active_segment
-from channels.log import entries
-from shared.auth import mint_token
+from relayline.channels import Envelope, active_segment
+from relayline.channels.log import entries
+from relayline.shared.auth import mint_token
 from tests.support.mercure_hub import MercureHub
 from tests.support.mercure_sse import publish
 from tests.support.push_stack import (

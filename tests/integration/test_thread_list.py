@@ -12,8 +12,8 @@ import pytest
 import redis
 import requests
 
-from channels.log import latest_segment, log_key, segments_key
-from shared.auth import mint_token
+from relayline.channels.log import latest_segment, log_key, segments_key
+from relayline.shared.auth import mint_token
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import frames

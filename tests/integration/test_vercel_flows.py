@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from shared.adapters import ui_messages
-from shared.agent import Agent, AgentSpec
-from shared.errors import InputTranslationError
-from shared.jsonutil import normalize_result
-from shared.messages import Message
-from shared.persistence import Store
-from shared.tools import AnyTool
-from shared.translators import VercelAIInputTranslator
+from relayline.shared.adapters import ui_messages
+from relayline.shared.agent import Agent, AgentSpec
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.jsonutil import normalize_result
+from relayline.shared.messages import Message
+from relayline.shared.persistence import Store
+from relayline.shared.tools import AnyTool
+from relayline.shared.translators import VercelAIInputTranslator
 from tests.support.agents import build_spec, count
 from tests.support.vercel import ChatClient, VercelSchema
 

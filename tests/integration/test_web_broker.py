@@ -11,11 +11,11 @@ from typing import cast
 import pytest
 import redis
 
-from shared.jobs import RUN_TURN, TurnJobJSON
-from shared.redis_channel import ReusingChannel
-from web.broker import web_celery
-from web.sending import send_by_name
-from web.services import Services
+from relayline.shared.jobs import RUN_TURN, TurnJobJSON
+from relayline.shared.redis_channel import ReusingChannel
+from relayline.web.broker import web_celery
+from relayline.web.sending import send_by_name
+from relayline.web.services import Services
 
 pytestmark = pytest.mark.integration
 

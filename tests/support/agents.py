@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from shared.agent import AgentSpec, FrontendTool, tool
-from shared.providers import ScriptedProvider
-from shared.providers.base import ModelDelta, ModelRequest
+from relayline.shared.agent import AgentSpec, FrontendTool, tool
+from relayline.shared.providers import ScriptedProvider
+from relayline.shared.providers.base import ModelDelta, ModelRequest
 
 
 class CountingProvider:

@@ -15,14 +15,14 @@ from ag_ui.core import Event, ToolCallResultEvent
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 from pydantic import BaseModel, TypeAdapter
 
-from shared.adapters import AGUIAdapter
-from shared.agent import Agent, AgentSpec, tool
-from shared.errors import RunFailedError
-from shared.events import ProtocolEvent
-from shared.messages import Message
-from shared.providers import ScriptedProvider
-from shared.sse import encode_event
-from shared.translators import AGUIInputTranslator
+from relayline.shared.adapters import AGUIAdapter
+from relayline.shared.agent import Agent, AgentSpec, tool
+from relayline.shared.errors import RunFailedError
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.messages import Message
+from relayline.shared.providers import ScriptedProvider
+from relayline.shared.sse import encode_event
+from relayline.shared.translators import AGUIInputTranslator
 
 Wire = list[dict[str, Any]]
 #: messages as a helper reads them: the client's own (Wire) or the product's typed JSON

@@ -19,14 +19,14 @@ from typing import Any, Protocol
 
 import pytest
 
-from channels import AbstractChannel, Consumer, Envelope
-from channels.envelope import FRAGMENT, TERMINALS
-from shared.adapters import NativeAdapter
-from shared.agent import Agent, AgentSpec, FrontendTool, tool
-from shared.errors import RunFailedError
-from shared.events import ProtocolEvent
-from shared.persistence import Store
-from shared.providers import ScriptedProvider
+from relayline.channels import AbstractChannel, Consumer, Envelope
+from relayline.channels.envelope import FRAGMENT, TERMINALS
+from relayline.shared.adapters import NativeAdapter
+from relayline.shared.agent import Agent, AgentSpec, FrontendTool, tool
+from relayline.shared.errors import RunFailedError
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.persistence import Store
+from relayline.shared.providers import ScriptedProvider
 
 #: a tool result of about 12 kB, mixing 2-, 3- and 4-byte UTF-8 characters
 LONG_RESULT = "Perugia è bella / 😀 日本語 " * 400

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from channels.base import AbstractChannel
-from channels.envelope import Envelope
+from relayline.channels.base import AbstractChannel
+from relayline.channels.envelope import Envelope
 
 STREAM_ID = "3f9a0c2e7b6d4e18a5c1f0b2d4e6a8c0"
 

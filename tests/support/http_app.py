@@ -11,10 +11,10 @@ from typing import Any
 from flask import Flask
 from flask.testing import FlaskClient
 
-from shared.persistence import Store
-from shared.settings import Settings
+from relayline.shared.persistence import Store
+from relayline.shared.settings import Settings
+from relayline.web import create_app
 from tests.support.stack import fresh_env
-from web import create_app
 
 PUSH_ENV = {
     "PUSHER_APP_ID": "1",

@@ -17,7 +17,7 @@ import uuid
 
 import requests
 
-from channels.mercure import publisher_token
+from relayline.channels.mercure import publisher_token
 from tests.support.mercure_hub import MercureHub
 
 

@@ -11,7 +11,7 @@ by *our* endpoints:
 - ``MercureListener``: an SSE client on the hub holding the subscriber JWT that the
   stack's ``GET /mercure/token`` hands out.
 
-Both feed what arrives into ``channels.Consumer``, which orders, joins and checks it:
+Both feed what arrives into ``relayline.channels.Consumer``, which orders, joins and checks it:
 a test reads whole segments (``segment()``: the logical events up to the terminal).
 Push has no replay, so a listener is ready (subscribed) when its constructor returns,
 and tests POST only after that.
@@ -29,7 +29,7 @@ from typing import Any
 
 import requests
 
-from channels import Consumer, Envelope
+from relayline.channels import Consumer, Envelope
 from tests.support.mercure_hub import MercureHub
 from tests.support.mercure_sse import HubSubscription
 from tests.support.pusher_js import PusherJs
@@ -165,7 +165,7 @@ def push_stack(
     **env: str,
 ) -> Iterator[PushStack]:
     """A stack of its own, on a Redis database it holds while it runs."""
-    from shared.persistence import Store
+    from relayline.shared.persistence import Store
 
     database_url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     Store(database_url).dispose()  # migrate before any worker touches the database

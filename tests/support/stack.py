@@ -20,9 +20,9 @@ from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from shared.settings import Settings
+from relayline.shared.settings import Settings
+from relayline.web import create_app
 from tests.support.orphan_guard import guarded
-from web import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ class Worker:
                     "-m",
                     "celery",
                     "-A",
-                    "worker.app",
+                    "relayline.worker.app",
                     "worker",
                     "-n",
                     f"{name}@%h",
@@ -158,7 +158,7 @@ def running_stack(
 def fresh_env(counts: Path, redis_url: str, **extra: str) -> dict[str, str]:
     """A stack environment on an empty SQLite file (migrated before any worker touches
     it) and the Redis database ``redis_url`` that this stack alone holds."""
-    from shared.persistence import Store
+    from relayline.shared.persistence import Store
 
     database_url = f"sqlite:///{counts / 'db.sqlite'}"
     Store(database_url).dispose()

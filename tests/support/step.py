@@ -13,9 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from shared.agent import Agent
-from shared.persistence import Store
-from shared.translators import AGUIInputTranslator
+from relayline.shared.agent import Agent
+from relayline.shared.persistence import Store
+from relayline.shared.translators import AGUIInputTranslator
 from tests.support.agents import build_spec
 
 

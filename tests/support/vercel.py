@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from shared.adapters import VercelAIAdapter
-from shared.agent import Agent, AgentSpec
-from shared.events import ProtocolEvent
-from shared.persistence import Store
-from shared.providers import ScriptedProvider
-from shared.sse import encode_sse
+from relayline.shared.adapters import VercelAIAdapter
+from relayline.shared.agent import Agent, AgentSpec
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.persistence import Store
+from relayline.shared.providers import ScriptedProvider
+from relayline.shared.sse import encode_sse
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "node" / "vercel-schema"
 FAILED = {"type": "error", "errorText": "The run failed."}

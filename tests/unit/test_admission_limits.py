@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.settings import Settings
+from relayline.shared.settings import Settings
 
 
 def test_limits_are_off_by_default() -> None:

@@ -9,21 +9,21 @@ from typing import Any
 
 import pytest
 
-from shared.adapters import NativeAdapter
-from shared.agent import Agent, AgentSpec, FrontendTool, RunState, tool
-from shared.chunks import InterruptEvent, TextChunk, ToolCallChunk, ToolResultChunk
-from shared.errors import (
+from relayline.shared.adapters import NativeAdapter
+from relayline.shared.agent import Agent, AgentSpec, FrontendTool, RunState, tool
+from relayline.shared.chunks import InterruptEvent, TextChunk, ToolCallChunk, ToolResultChunk
+from relayline.shared.errors import (
     ExpiredError,
     InputTranslationError,
     RunFailedError,
     RunInFlightError,
     WorkflowError,
 )
-from shared.events import Activity, ProtocolEvent
-from shared.interrupts import TIMEOUT_ERROR
-from shared.persistence import Store
-from shared.providers import ScriptedProvider
-from shared.translators import AGUIInputTranslator
+from relayline.shared.events import Activity, ProtocolEvent
+from relayline.shared.interrupts import TIMEOUT_ERROR
+from relayline.shared.persistence import Store
+from relayline.shared.providers import ScriptedProvider
+from relayline.shared.translators import AGUIInputTranslator
 from tests.support.agents import build_spec, count
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from shared.adapters import AGUIAdapter
-from shared.agent import Agent, AgentSpec, RunState
-from shared.chunks import (
+from relayline.shared.adapters import AGUIAdapter
+from relayline.shared.agent import Agent, AgentSpec, RunState
+from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
     ToolArgumentChunk,
@@ -26,12 +26,12 @@ from shared.chunks import (
     ToolCallInfo,
     ToolResultChunk,
 )
-from shared.errors import RunFailedError, StreamAdapterError
-from shared.events import Custom, ProtocolEvent, StepStarted, StreamEvent
-from shared.messages import Message
-from shared.persistence import Store
-from shared.providers import ScriptedProvider
-from shared.translators import AGUIInputTranslator
+from relayline.shared.errors import RunFailedError, StreamAdapterError
+from relayline.shared.events import Custom, ProtocolEvent, StepStarted, StreamEvent
+from relayline.shared.messages import Message
+from relayline.shared.persistence import Store
+from relayline.shared.providers import ScriptedProvider
+from relayline.shared.translators import AGUIInputTranslator
 from tests.support.agents import build_spec, count
 from tests.support.agui import (
     CONFIRMATION,

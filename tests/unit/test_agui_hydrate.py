@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from shared.adapters import AGUIAdapter
-from shared.agent import Agent, AgentSpec, FrontendTool, tool
-from shared.messages import Message
-from shared.persistence import Store
-from shared.protocols.agui.hydrate import hydrate
-from shared.translators import AGUIInputTranslator
+from relayline.shared.adapters import AGUIAdapter
+from relayline.shared.agent import Agent, AgentSpec, FrontendTool, tool
+from relayline.shared.messages import Message
+from relayline.shared.persistence import Store
+from relayline.shared.protocols.agui.hydrate import hydrate
+from relayline.shared.translators import AGUIInputTranslator
+from relayline.web.agui import agui_thread_payload
 from tests.support.agents import build_spec
 from tests.support.agui import (
     approval_spec,
@@ -27,7 +28,6 @@ from tests.support.agui import (
     stream_with,
     tool_reply,
 )
-from web.agui import agui_thread_payload
 
 
 def test_reload_during_approval_equals_the_live_snapshot(

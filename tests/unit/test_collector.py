@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from celery.signals import worker_process_init, worker_ready
 
-from shared import collector
+from relayline.shared import collector
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_a_ready_worker_and_each_prefork_child_tune_it(
 ) -> None:
     # worker.app builds its module-level app from the environment on import.
     monkeypatch.setenv("CELERY_BROKER_URL", "memory://")
-    from worker.app import _tune_collector
+    from relayline.worker.app import _tune_collector
 
     for signal in (worker_ready, worker_process_init):
         # Only this handler is called: another (worker.tasks' sweeper) would start work.

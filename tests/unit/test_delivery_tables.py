@@ -7,16 +7,16 @@ from typing import cast
 
 import redis
 
-from channels import LogOnlyChannel
-from shared.ids import new_stream_id
-from shared.jobs import TARGET_KINDS, Target
-from shared.persistence import Store
-from shared.registry import AgentRegistry
-from shared.settings import DELIVERIES as SETTINGS_DELIVERIES
-from shared.settings import Settings
-from web.dispatch import DELIVERIES
-from worker.resources import Resources
-from worker.targets import CHANNELS, channel_factory
+from relayline.channels import LogOnlyChannel
+from relayline.shared.ids import new_stream_id
+from relayline.shared.jobs import TARGET_KINDS, Target
+from relayline.shared.persistence import Store
+from relayline.shared.registry import AgentRegistry
+from relayline.shared.settings import DELIVERIES as SETTINGS_DELIVERIES
+from relayline.shared.settings import Settings
+from relayline.web.dispatch import DELIVERIES
+from relayline.worker.resources import Resources
+from relayline.worker.targets import CHANNELS, channel_factory
 
 
 def test_the_web_offers_exactly_the_deliveries_the_settings_accept() -> None:

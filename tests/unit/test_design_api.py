@@ -40,11 +40,11 @@ def test_design_section_6_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     deleted: list[str] = []
 
     # --- as in docs/DESIGN.md section 6 ---------------------------------------------------
-    from shared.agent import Agent, AgentSpec, FrontendTool, tool
-    from shared.interrupts import ApprovalRequest, ToolResultsRequest
-    from shared.persistence import Store
-    from shared.providers import OpenAIProvider, ScriptedProvider  # noqa: F401
-    from shared.translators import AGUIInputTranslator
+    from relayline.shared.agent import Agent, AgentSpec, FrontendTool, tool
+    from relayline.shared.interrupts import ApprovalRequest, ToolResultsRequest
+    from relayline.shared.persistence import Store
+    from relayline.shared.providers import OpenAIProvider, ScriptedProvider  # noqa: F401
+    from relayline.shared.translators import AGUIInputTranslator
 
     @tool(requires_approval=True)
     def delete_file(path: str) -> str:
@@ -89,14 +89,14 @@ def test_design_section_6_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_design_section_6_second_block_imports() -> None:
-    from channels import (  # noqa: F401
+    from relayline.channels import (  # noqa: F401
         AbstractChannel,
         CallbackChannel,
         FakeChannel,
         RedisChannel,
         RedisChannelReader,
     )
-    from shared.adapters import AGUIAdapter, NativeAdapter, VercelAIAdapter  # noqa: F401
-    from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted  # noqa: F401
-    from shared.sse import encode_sse  # noqa: F401
-    from shared.translators import AGUIInputTranslator, VercelAIInputTranslator  # noqa: F401
+    from relayline.shared.adapters import AGUIAdapter, NativeAdapter, VercelAIAdapter  # noqa: F401
+    from relayline.shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted  # noqa: F401
+    from relayline.shared.sse import encode_sse  # noqa: F401
+    from relayline.shared.translators import AGUIInputTranslator, VercelAIInputTranslator  # noqa: F401

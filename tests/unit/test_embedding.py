@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from celery import Celery
 
-from shared.settings import Settings
+from relayline.shared.settings import Settings
 from tests.support.stack import ROOT
 
 NAMES = {
@@ -52,9 +52,9 @@ def worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("worker_env")
 def test_register_puts_relaylines_tasks_on_a_host_app() -> None:
     from relayline.worker import register
-    from worker.app import TASK_SOFT_TIME_LIMIT, TASK_TIME_LIMIT
-    from worker.guard import GuardedRequest
-    from worker.registration import BODIES
+    from relayline.worker.app import TASK_SOFT_TIME_LIMIT, TASK_TIME_LIMIT
+    from relayline.worker.guard import GuardedRequest
+    from relayline.worker.registration import BODIES
 
     host = Celery("host", broker="memory://")
     tasks = register(host, queue="turns")
@@ -80,7 +80,7 @@ def test_a_host_app_uses_relayline_queue_by_default(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.usefixtures("worker_env")
 def test_relaylines_own_app_defaults_to_relayline_queue() -> None:
-    from worker.app import make_celery
+    from relayline.worker.app import make_celery
 
     queued = make_celery(Settings(redis_url="redis://127.0.0.1:1/0", queue="turns"))
     assert queued.conf.task_default_queue == "turns"
@@ -90,10 +90,10 @@ def test_relaylines_own_app_defaults_to_relayline_queue() -> None:
 
 def test_the_demo_agent_imports_without_the_web_side() -> None:
     """The worker loads relayline.demo by name: the extension must not come with it."""
-    code = "import sys, relayline.demo; print('web.extension' in sys.modules)"
+    code = "import sys, relayline.demo; print('relayline.web.extension' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
     code = "from relayline import Relayline; print(Relayline.__module__)"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert done.stdout.strip() == "web.extension", done.stderr
+    assert done.stdout.strip() == "relayline.web.extension", done.stderr

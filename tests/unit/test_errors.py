@@ -11,10 +11,16 @@ from types import ModuleType
 import pytest
 from flask import Flask
 
-import channels.errors
-import shared.errors
-from shared.errors import HTTP_STATUS, NOT_HTTP, RelaylineError, WorkflowError, http_status
-from web.errors import init_app
+import relayline.channels.errors
+import relayline.shared.errors
+from relayline.shared.errors import (
+    HTTP_STATUS,
+    NOT_HTTP,
+    RelaylineError,
+    WorkflowError,
+    http_status,
+)
+from relayline.web.errors import init_app
 
 #: one tree line: the drawing, the class name, then its mixins and description
 TREE_LINE = re.compile(
@@ -48,7 +54,9 @@ def tree(module: ModuleType) -> dict[str, tuple[str | None, str]]:
     return drawn
 
 
-@pytest.mark.parametrize("module", [shared.errors, channels.errors], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [relayline.shared.errors, relayline.channels.errors], ids=lambda m: m.__name__
+)
 def test_the_docstring_tree_draws_every_error_under_its_real_parent(module: ModuleType) -> None:
     classes, drawn = defined(module), tree(module)
     assert set(drawn) == set(classes)
@@ -58,29 +66,29 @@ def test_the_docstring_tree_draws_every_error_under_its_real_parent(module: Modu
 
 
 def test_every_relayline_error_has_a_status_or_is_listed_as_not_http() -> None:
-    classes = set(defined(shared.errors).values())
+    classes = set(defined(relayline.shared.errors).values())
     assert classes == set(HTTP_STATUS) | NOT_HTTP
     assert not set(HTTP_STATUS) & NOT_HTTP
 
 
 def test_the_tree_states_the_statuses_of_the_table() -> None:
-    for name, (_, rest) in tree(shared.errors).items():
+    for name, (_, rest) in tree(relayline.shared.errors).items():
         stated = re.search(r"\(HTTP (\d{3})\)", rest)
-        status = HTTP_STATUS.get(getattr(shared.errors, name))
+        status = HTTP_STATUS.get(getattr(relayline.shared.errors, name))
         assert (int(stated[1]) if stated else None) == status, name
 
 
 def test_channel_errors_stay_out_of_the_status_table() -> None:
     # Delivery faults never refuse a request: none may inherit a status.
-    for cls in defined(channels.errors).values():
+    for cls in defined(relayline.channels.errors).values():
         assert not issubclass(cls, RelaylineError)
         assert http_status(cls("x")) is None
 
 
 def test_step_limit_error_is_in_the_tree_and_still_importable_from_the_loop() -> None:
-    from shared.agent.loop import StepLimitError
+    from relayline.shared.agent.loop import StepLimitError
 
-    assert StepLimitError is shared.errors.StepLimitError
+    assert StepLimitError is relayline.shared.errors.StepLimitError
     assert issubclass(StepLimitError, RelaylineError)
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-from shared import green
+from relayline.shared import green
 
 _CHILD = textwrap.dedent(
     """
@@ -17,8 +17,8 @@ _CHILD = textwrap.dedent(
     monkey.patch_all()
     import json, time
     import gevent
-    from shared import green
-    from shared.cancel import CancelToken
+    from relayline.shared import green
+    from relayline.shared.cancel import CancelToken
 
     out = {"patched": green.patched(), "socket": green.patched("socket")}
     token = CancelToken()

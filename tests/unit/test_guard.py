@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.jsonutil import depth
-from worker.guard import MAX_BODY_BYTES, MAX_DEPTH, refusal
+from relayline.shared.jsonutil import depth
+from relayline.worker.guard import MAX_BODY_BYTES, MAX_DEPTH, refusal
 
 
 def _nested(levels: int) -> Any:

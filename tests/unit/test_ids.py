@@ -1,4 +1,4 @@
-"""The id rules and minting of ``shared.ids``, which the agent, the web and the channels
+"""The id rules and minting of ``relayline.shared.ids``, which the agent, the web and the channels
 all use."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from shared.ids import (
+from relayline.shared.ids import (
     MESSAGE_ID,
     RUN_ID,
     THREAD_ID,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.ids import new_stream_id
-from shared.jobs import (
+from relayline.shared.ids import new_stream_id
+from relayline.shared.jobs import (
     ContinueJob,
     ExpireJob,
     JobError,
@@ -14,7 +14,7 @@ from shared.jobs import (
     TurnJob,
     UserTurn,
 )
-from shared.tools import FrontendTool
+from relayline.shared.tools import FrontendTool
 
 STREAM = new_stream_id()
 

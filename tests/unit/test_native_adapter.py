@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from shared.adapters import NativeAdapter
-from shared.chunks import (
+from relayline.shared.adapters import NativeAdapter
+from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
     ToolArgumentChunk,
@@ -17,9 +17,16 @@ from shared.chunks import (
     ToolCallInfo,
     ToolResultChunk,
 )
-from shared.errors import StreamAdapterError
-from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
-from shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
+from relayline.shared.errors import StreamAdapterError
+from relayline.shared.events import (
+    Activity,
+    Custom,
+    ProtocolEvent,
+    StepFinished,
+    StepStarted,
+    StreamEvent,
+)
+from relayline.shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
 
 CALL = ToolCallInfo(call_id="call_7", name="read_title", inputs={}, deferred=True)
 
@@ -298,7 +305,7 @@ def test_nothing_is_emitted_after_a_terminal(first: str) -> None:
 
 
 def test_chunk_subclass_keeps_its_base_event_type() -> None:
-    from shared.chunks import TextChunk
+    from relayline.shared.chunks import TextChunk
 
     class LoudText(TextChunk):
         pass
@@ -308,8 +315,8 @@ def test_chunk_subclass_keeps_its_base_event_type() -> None:
 
 
 def test_the_terminal_carries_the_runs_usage_once_reported() -> None:
-    from shared.adapters import AGUIAdapter, VercelAIAdapter
-    from shared.events import RunUsage
+    from relayline.shared.adapters import AGUIAdapter, VercelAIAdapter
+    from relayline.shared.events import RunUsage
 
     # the other protocols have no place for it: they drop it
     assert AGUIAdapter("t1").transform(RunUsage({"input": 1, "output": 1})) == []
@@ -357,7 +364,7 @@ def test_a_segment_of_a_run_ends_with_done_naming_how() -> None:
 
 
 def test_done_follows_the_usage_frame_and_nothing_follows_done() -> None:
-    from shared.events import RunUsage
+    from relayline.shared.events import RunUsage
 
     adapter = bound()
     adapter.transform(RunUsage({"input": 3, "output": 4}))
@@ -369,8 +376,8 @@ def test_done_follows_the_usage_frame_and_nothing_follows_done() -> None:
 
 
 def test_failure_frames_claim_done_only_for_a_run_they_end() -> None:
-    from shared.errors import StreamLostError
-    from shared.protocols import failure_frames
+    from relayline.shared.errors import StreamLostError
+    from relayline.shared.protocols import failure_frames
 
     lost = StreamLostError("The stream was interrupted; resume it.")
     frames = failure_frames("native", "t1", {}, lost, started=True)

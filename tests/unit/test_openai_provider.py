@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import requests
 
-from shared.errors import ProviderError
-from shared.messages import Message, ToolCallPart, ToolResultPart
-from shared.providers.base import (
+from relayline.shared.errors import ProviderError
+from relayline.shared.messages import Message, ToolCallPart, ToolResultPart
+from relayline.shared.providers.base import (
     ModelDelta,
     ModelRequest,
     ReasoningDelta,
@@ -30,7 +30,7 @@ from shared.providers.base import (
     ToolSchema,
     Usage,
 )
-from shared.providers.openai import OpenAIProvider
+from relayline.shared.providers.openai import OpenAIProvider
 
 API_KEY = "sk-test-0123456789abcdef"
 
@@ -465,8 +465,8 @@ def test_empty_model_is_rejected() -> None:
 def test_agent_runs_on_the_provider_and_records_usage(
     server: FakeOpenAI, make_provider: Any, tmp_path: Any
 ) -> None:
-    from shared.agent import Agent, AgentSpec
-    from shared.persistence import Store
+    from relayline.shared.agent import Agent, AgentSpec
+    from relayline.shared.persistence import Store
 
     store = Store(f"sqlite:///{tmp_path / 'a.db'}")
     agent = Agent("oa", AgentSpec(provider=make_provider()), store)
@@ -481,8 +481,8 @@ def test_agent_runs_on_the_provider_and_records_usage(
 def test_http_error_fails_the_run_with_the_status(
     server: FakeOpenAI, make_provider: Any, tmp_path: Any
 ) -> None:
-    from shared.agent import Agent, AgentSpec
-    from shared.persistence import Store
+    from relayline.shared.agent import Agent, AgentSpec
+    from relayline.shared.persistence import Store
 
     server.reply = status(503, '{"error": {"message": "overloaded"}}')
     store = Store(f"sqlite:///{tmp_path / 'a.db'}")

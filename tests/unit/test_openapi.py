@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from shared.errors import InputTranslationError
-from shared.settings import Settings
-from web import Relayline, create_app
-from web.openapi import UndescribedRouteError, build
-from web.schemas import ChatStopBody, NativeMessageBody, parse_body
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.settings import Settings
+from relayline.web import Relayline, create_app
+from relayline.web.openapi import UndescribedRouteError, build
+from relayline.web.schemas import ChatStopBody, NativeMessageBody, parse_body
 
 
 def _settings(tmp_path: Path) -> Settings:

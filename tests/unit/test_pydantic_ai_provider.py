@@ -21,10 +21,10 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider as PydanticOpenAIProvider
 
-from shared.cancel import CancelToken
-from shared.errors import ProviderError
-from shared.messages import Message, ToolCallPart, ToolResultPart
-from shared.providers import (
+from relayline.shared.cancel import CancelToken
+from relayline.shared.errors import ProviderError
+from relayline.shared.messages import Message, ToolCallPart, ToolResultPart
+from relayline.shared.providers import (
     MetaDelta,
     ModelDelta,
     ModelRequest,
@@ -37,8 +37,8 @@ from shared.providers import (
     Usage,
     configured_provider,
 )
-from shared.providers.pydantic_ai import REPLAY_KEY
-from shared.settings import Settings
+from relayline.shared.providers.pydantic_ai import REPLAY_KEY
+from relayline.shared.settings import Settings
 from tests.support.model_wire import (
     API_KEY,
     ModelWire,
@@ -368,7 +368,9 @@ def test_a_call_on_a_stopped_token_never_starts(wire: ModelWire) -> None:
 def test_relayline_model_selects_the_provider() -> None:
     assert configured_provider(Settings()) is None
     chosen = configured_provider(Settings(model="anthropic:claude-relayline-test"))
-    assert isinstance(chosen, PydanticAIProvider) and chosen.name == "anthropic:claude-relayline-test"
+    assert (
+        isinstance(chosen, PydanticAIProvider) and chosen.name == "anthropic:claude-relayline-test"
+    )
     bare = configured_provider(Settings(model="llama3.1", openai_base_url="http://127.0.0.1:1/v1"))
     assert isinstance(bare, OpenAIProvider) and bare.base_url == "http://127.0.0.1:1/v1"
 

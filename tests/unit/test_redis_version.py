@@ -9,15 +9,15 @@ import pytest
 import redis
 import redis.utils
 
-import web.services  # noqa: F401  (importing the web installs it)
-from shared import redis_version
+import relayline.web.services  # noqa: F401  (importing the web installs it)
+from relayline.shared import redis_version
 
 
 def test_new_connections_do_not_read_the_package_metadata_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("CELERY_BROKER_URL", "memory://")  # worker.app builds its app on import
-    import worker.app  # noqa: F401  (importing the worker installs it too)
+    import relayline.worker.app  # noqa: F401  (importing the worker installs it too)
 
     redis_version.read_once()  # idempotent: a second call keeps the one memo
     redis.utils.get_lib_version()  # type: ignore[no-untyped-call]  # the first read

@@ -4,10 +4,10 @@ import jwt
 import pytest
 
 from relayline.cli import main
-from shared.agent import AgentSpec
-from shared.auth import mint, mint_token, verify_token
-from shared.registry import AgentRegistry, load_factory
-from shared.settings import Settings
+from relayline.shared.agent import AgentSpec
+from relayline.shared.auth import mint, mint_token, verify_token
+from relayline.shared.registry import AgentRegistry, load_factory
+from relayline.shared.settings import Settings
 
 
 def test_default_and_named_agents_load_once() -> None:
@@ -38,7 +38,7 @@ def test_bad_factories_are_explained(target: str, message: str) -> None:
 
 def test_factory_must_return_a_spec() -> None:
     with pytest.raises(TypeError, match="must return an AgentSpec"):
-        AgentRegistry({"default": "shared.settings:Settings"}).spec()
+        AgentRegistry({"default": "relayline.shared.settings:Settings"}).spec()
 
 
 SECRET = "a-secret-key-of-at-least-32-characters"

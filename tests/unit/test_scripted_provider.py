@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from shared.errors import ProviderError
-from shared.messages import Message, ToolCallPart, ToolResultPart
-from shared.providers import ScriptedProvider
-from shared.providers.base import (
+from relayline.shared.errors import ProviderError
+from relayline.shared.messages import Message, ToolCallPart, ToolResultPart
+from relayline.shared.providers import ScriptedProvider
+from relayline.shared.providers.base import (
     ModelDelta,
     ModelRequest,
     Provider,
@@ -362,7 +362,7 @@ def test_chunks_keep_their_schedule_when_the_consumer_falls_behind(
     # chunks due meanwhile come at once (as a socket buffer holds them), then the
     # pace resumes on the original schedule, and the answer ends when it would have.
     clock = _Clock()
-    monkeypatch.setattr("shared.providers.scripted.time", clock)
+    monkeypatch.setattr("relayline.shared.providers.scripted.time", clock)
     provider = ScriptedProvider(
         script({"match": "", "steps": [{"text": "abcdefgh", "chunk_delay_ms": 10}]}, chunk_size=1)
     )

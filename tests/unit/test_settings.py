@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from shared.settings import (
+from relayline.shared.settings import (
     DEV_SECRET_KEY,
     MercureSettings,
     PusherSettings,

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.events import ProtocolEvent
-from shared.sse import HEARTBEAT, encode_event, encode_sse
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.sse import HEARTBEAT, encode_event, encode_sse
 
 
 def test_frame_is_data_line_with_type_first_and_compact_json() -> None:

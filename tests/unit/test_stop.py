@@ -9,18 +9,18 @@ from typing import Any
 
 import pytest
 
-from shared.adapters import AGUIAdapter, NativeAdapter, VercelAIAdapter
-from shared.agent import Agent, AgentSpec, tool
-from shared.agent.stop import stop_thread
-from shared.cancel import CancelToken
-from shared.chunks import TextChunk
-from shared.events import ProtocolEvent
-from shared.messages import Message
-from shared.persistence import Store
-from shared.providers import ScriptedProvider, TextDelta
-from shared.providers.base import ModelDelta, ModelRequest
-from shared.texts import CALL_STOPPED
-from shared.tools import current_cancel
+from relayline.shared.adapters import AGUIAdapter, NativeAdapter, VercelAIAdapter
+from relayline.shared.agent import Agent, AgentSpec, tool
+from relayline.shared.agent.stop import stop_thread
+from relayline.shared.cancel import CancelToken
+from relayline.shared.chunks import TextChunk
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.messages import Message
+from relayline.shared.persistence import Store
+from relayline.shared.providers import ScriptedProvider, TextDelta
+from relayline.shared.providers.base import ModelDelta, ModelRequest
+from relayline.shared.texts import CALL_STOPPED
+from relayline.shared.tools import current_cancel
 
 
 def story(chunks: int = 50, **step: Any) -> ScriptedProvider:

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.errors import ConflictError, RunInFlightError
-from shared.messages import Message, ToolCallPart, ToolResultPart
-from shared.persistence import Store
-from shared.records import RunStart
+from relayline.shared.errors import ConflictError, RunInFlightError
+from relayline.shared.messages import Message, ToolCallPart, ToolResultPart
+from relayline.shared.persistence import Store
+from relayline.shared.records import RunStart
 
 #: what these runs began with (the store keeps it and never reads it)
 START: RunStart = {"message": "u1", "frontendTools": []}

@@ -8,8 +8,8 @@ from typing import Any, Literal, Optional
 
 import pytest
 
-from shared.errors import ToolError
-from shared.tools import FrontendTool, Tool, redacted_inputs, tool, type_schema
+from relayline.shared.errors import ToolError
+from relayline.shared.tools import FrontendTool, Tool, redacted_inputs, tool, type_schema
 
 
 @dataclasses.dataclass

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from shared.errors import InputTranslationError, WorkflowError
-from shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
-from shared.translators import AGUIInputTranslator, InputTranslator
+from relayline.shared.errors import InputTranslationError, WorkflowError
+from relayline.shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
+from relayline.shared.translators import AGUIInputTranslator, InputTranslator
 
 NO_MATCH = "The payload contains no matching continuation input."
 CANCELLED = {"error": "Frontend tool execution cancelled."}

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from shared.errors import InputTranslationError
-from shared.protocols.agui.catalog import check_parameters
-from shared.tools import FrontendTool
-from shared.translators import AGUIInputTranslator
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.protocols.agui.catalog import check_parameters
+from relayline.shared.tools import FrontendTool
+from relayline.shared.translators import AGUIInputTranslator
 
 tools = AGUIInputTranslator.tools
 REQUIRED = "An AG-UI tool requires name, description and parameters."

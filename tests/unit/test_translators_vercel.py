@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from shared.errors import InputTranslationError, WorkflowError
-from shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
-from shared.translators import InputTranslator, VercelAIInputTranslator
+from relayline.shared.errors import InputTranslationError, WorkflowError
+from relayline.shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
+from relayline.shared.translators import InputTranslator, VercelAIInputTranslator
 
 NO_MATCH = "The payload contains no matching continuation input."
 SHAPE = "Vercel input must end with a user message or an assistant message carrying tool parts."

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from shared.adapters import VercelAIAdapter
-from shared.agent import AgentSpec, tool
-from shared.chunks import (
+from relayline.shared.adapters import VercelAIAdapter
+from relayline.shared.agent import AgentSpec, tool
+from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
     ToolArgumentChunk,
@@ -27,11 +27,11 @@ from shared.chunks import (
     ToolCallInfo,
     ToolResultChunk,
 )
-from shared.errors import RunFailedError, StreamAdapterError
-from shared.events import Activity, Custom, ProtocolEvent, StreamEvent
-from shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
-from shared.persistence import Store
-from shared.translators import VercelAIInputTranslator
+from relayline.shared.errors import RunFailedError, StreamAdapterError
+from relayline.shared.events import Activity, Custom, ProtocolEvent, StreamEvent
+from relayline.shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
+from relayline.shared.persistence import Store
+from relayline.shared.translators import VercelAIInputTranslator
 from tests.support.agents import build_spec, count
 from tests.support.vercel import (
     FAILED,

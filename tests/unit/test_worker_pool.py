@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from relayline.cli import main, worker_command, worker_env, worker_pool
-from shared.settings import Settings
-from worker.resources import EXTRA_CONNECTIONS, MAX_POOL_SIZE, pool_options
+from relayline.shared.settings import Settings
+from relayline.worker.resources import EXTRA_CONNECTIONS, MAX_POOL_SIZE, pool_options
 
 if TYPE_CHECKING:
     from celery.worker import WorkController
@@ -87,12 +87,12 @@ def test_gevent_in_an_unpatched_process_runs_the_threads_pool(
 ) -> None:
     # This test process is not monkey patched: a worker started without --pool gevent
     # (a bare ``celery -A worker.app worker``) would be, nor is its socket module.
-    import worker.app
-    from worker.app import _explain_pool, make_celery
+    import relayline.worker.app
+    from relayline.worker.app import _explain_pool, make_celery
 
     url = "redis://127.0.0.1:1/0"
     monkeypatch.setenv("RELAYLINE_WORKER_POOL", "gevent")
-    with caplog.at_level(logging.WARNING, logger="worker.app"):
+    with caplog.at_level(logging.WARNING, logger="relayline.worker.app"):
         fallen_back = make_celery(Settings(redis_url=url, worker_pool="gevent"))
         host_app = make_celery(Settings(redis_url=url, worker_pool="threads"))
         # Building the app (any import of worker.app) says nothing: a host's own worker
@@ -100,7 +100,7 @@ def test_gevent_in_an_unpatched_process_runs_the_threads_pool(
         assert caplog.text == ""
         _explain_pool(sender=cast("WorkController", SimpleNamespace(app=host_app)))
         assert caplog.text == ""
-        monkeypatch.setattr(worker.app, "app", fallen_back)
+        monkeypatch.setattr(relayline.worker.app, "app", fallen_back)
         _explain_pool(sender=cast("WorkController", SimpleNamespace(app=fallen_back)))
     assert fallen_back.conf.worker_pool == "threads"
     assert "start the worker with --pool gevent" in caplog.text
@@ -111,7 +111,7 @@ def test_gevent_in_an_unpatched_process_runs_the_threads_pool(
 def test_the_broker_pool_holds_a_connection_per_turn_slot() -> None:
     # Each turn acknowledges its own task (acks_late): kombu's default of 10
     # connections refused the acknowledgements of 500 turns ending together.
-    from worker.app import BROKER_SPARE_CONNECTIONS, make_celery
+    from relayline.worker.app import BROKER_SPARE_CONNECTIONS, make_celery
 
     app = make_celery(Settings(redis_url="redis://127.0.0.1:1/0", worker_concurrency=500))
     options = app.conf.broker_transport_options
@@ -131,8 +131,8 @@ def test_the_store_pool_follows_the_concurrency_up_to_its_cap() -> None:
 def test_a_gevent_worker_turns_amqp_heartbeats_off(monkeypatch: pytest.MonkeyPatch) -> None:
     # Under gevent, Celery's synloop with AMQP heartbeats on received about 10 tasks a
     # second (bench/scale.py, RabbitMQ broker); threads and prefork keep Celery's default.
-    from shared import green
-    from worker.app import make_celery
+    from relayline.shared import green
+    from relayline.worker.app import make_celery
 
     url = "amqp://guest:guest@127.0.0.1:1//"
     monkeypatch.setattr(green, "patched", lambda module="threading": True)
@@ -148,10 +148,10 @@ def test_a_gevent_worker_turns_amqp_heartbeats_off(monkeypatch: pytest.MonkeyPat
 @pytest.mark.usefixtures("broker_env")
 def test_the_worker_takes_waiting_turns_in_batches_on_redis_only() -> None:
     # worker.intake (tests/integration/test_batched_intake.py); RabbitMQ keeps its own
-    from worker.app import make_celery
+    from relayline.worker.app import make_celery
 
     redis_app = make_celery(Settings(redis_url="redis://127.0.0.1:1/0"))
-    assert redis_app.conf.broker_transport == "worker.intake:Transport"
+    assert redis_app.conf.broker_transport == "relayline.worker.intake:Transport"
     amqp = make_celery(
         Settings(redis_url="redis://127.0.0.1:1/0", celery_broker_url="amqp://guest@127.0.0.1:1//")
     )

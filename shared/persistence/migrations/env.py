@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from shared.persistence.schema import metadata
+from relayline.shared.persistence.schema import metadata
 
 config = context.config
 connection = config.attributes.get("connection")

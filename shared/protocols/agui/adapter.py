@@ -11,7 +11,7 @@ right before its local result, or when ``interrupt(ToolResultsRequest)`` hands i
 the frontend.
 
 Every published id is a stored message id or derived from one (``reasoning_<id>``,
-``result_<callId>``), so a reload (:mod:`shared.protocols.agui.hydrate`) rebuilds the
+``result_<callId>``), so a reload (:mod:`relayline.shared.protocols.agui.hydrate`) rebuilds the
 same ids. relayline keeps the text, reasoning and calls of one model response in one
 assistant message, so a call's ``parentMessageId`` is that response's text message id.
 It comes from the segment's proposal chunks or, in a resumed segment that saw no
@@ -25,22 +25,29 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 
-from shared.chunks import (
+from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
     ToolArgumentChunk,
     ToolCallChunk,
     ToolResultChunk,
 )
-from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
-from shared.ids import new_id
-from shared.interrupts import InterruptRequest, ToolResultsRequest
-from shared.jsonutil import dumps
-from shared.messages import Message
-from shared.persistence.store import RunRecord
-from shared.protocols.adapter import StreamAdapter
-from shared.protocols.agui.hydrate import hydrate
-from shared.protocols.agui.wire import (
+from relayline.shared.events import (
+    Activity,
+    Custom,
+    ProtocolEvent,
+    StepFinished,
+    StepStarted,
+    StreamEvent,
+)
+from relayline.shared.ids import new_id
+from relayline.shared.interrupts import InterruptRequest, ToolResultsRequest
+from relayline.shared.jsonutil import dumps
+from relayline.shared.messages import Message
+from relayline.shared.persistence.store import RunRecord
+from relayline.shared.protocols.adapter import StreamAdapter
+from relayline.shared.protocols.agui.hydrate import hydrate
+from relayline.shared.protocols.agui.wire import (
     Hydrated,
     MessageJSON,
     interrupts_json,

@@ -15,7 +15,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from shared.errors import InputTranslationError
+from relayline.shared.errors import InputTranslationError
 
 SUPPORTED_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object"})
 """Property types a frontend tool may use; a property without ``type`` is a string."""

@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from shared.batch import request_from_record, results_of, settled_text
-from shared.interrupts import ToolResultsRequest
-from shared.jsonutil import dumps
-from shared.messages import Message
-from shared.persistence.store import RunRecord
-from shared.protocols.agui.wire import (
+from relayline.shared.batch import request_from_record, results_of, settled_text
+from relayline.shared.interrupts import ToolResultsRequest
+from relayline.shared.jsonutil import dumps
+from relayline.shared.messages import Message
+from relayline.shared.persistence.store import RunRecord
+from relayline.shared.protocols.agui.wire import (
     Hydrated,
     MessageJSON,
     interrupts_json,
@@ -36,7 +36,7 @@ from shared.protocols.agui.wire import (
     tool_call_json,
     tool_message_json,
 )
-from shared.tools import redacted_inputs
+from relayline.shared.tools import redacted_inputs
 
 Redact = Mapping[str, Collection[str]]
 

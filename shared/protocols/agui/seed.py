@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from shared.jobs import ClientSeed
-from shared.persistence.store import Store
-from shared.protocols.agui.hydrate import Redact, hydrate
+from relayline.shared.jobs import ClientSeed
+from relayline.shared.persistence.store import Store
+from relayline.shared.protocols.agui.hydrate import Redact, hydrate
 
 REASONING_PREFIX = "reasoning_"
 

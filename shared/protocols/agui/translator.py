@@ -13,16 +13,16 @@ from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.errors import InputTranslationError
-from shared.interrupts import (
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.interrupts import (
     CANCELLED_ERROR,
     Answers,
     ApprovalRequest,
     ResultEntry,
     ToolResultsRequest,
 )
-from shared.protocols.agui.catalog import check_parameters
-from shared.protocols.rules import (
+from relayline.shared.protocols.agui.catalog import check_parameters
+from relayline.shared.protocols.rules import (
     AnyRequest,
     answer,
     approval_decision,
@@ -31,8 +31,8 @@ from shared.protocols.rules import (
     finish,
     require_object,
 )
-from shared.protocols.translator import NewTurn
-from shared.tools import FrontendTool
+from relayline.shared.protocols.translator import NewTurn
+from relayline.shared.tools import FrontendTool
 
 SHAPE_ERROR = "AG-UI input must end with a user message or carry a continuation."
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Literal, NotRequired, TypedDict
 
-from shared.interrupts import ApprovalRequest, InterruptRequest
-from shared.jsonutil import JSONObject
+from relayline.shared.interrupts import ApprovalRequest, InterruptRequest
+from relayline.shared.jsonutil import JSONObject
 
 Role = Literal["user", "assistant", "system", "developer", "tool", "reasoning"]
 

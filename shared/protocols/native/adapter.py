@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from shared.chunks import (
+from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
     ToolArgumentChunk,
     ToolCallChunk,
     ToolResultChunk,
 )
-from shared.events import (
+from relayline.shared.events import (
     Activity,
     Custom,
     ProtocolEvent,
@@ -23,8 +23,8 @@ from shared.events import (
     StepStarted,
     StreamEvent,
 )
-from shared.interrupts import InterruptRequest
-from shared.protocols.adapter import StreamAdapter
+from relayline.shared.interrupts import InterruptRequest
+from relayline.shared.protocols.adapter import StreamAdapter
 
 #: how a segment ended: completed (the run finished), interrupted (it waits for tool
 #: results or approvals), failed, cancelled (a person stopped it)

@@ -14,18 +14,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from shared.chunks import (
+from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
     ToolArgumentChunk,
     ToolCallChunk,
     ToolResultChunk,
 )
-from shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted, StreamEvent
-from shared.ids import new_id
-from shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
-from shared.jsonutil import dumps
-from shared.protocols.adapter import StreamAdapter
+from relayline.shared.events import (
+    Activity,
+    Custom,
+    ProtocolEvent,
+    StepFinished,
+    StepStarted,
+    StreamEvent,
+)
+from relayline.shared.ids import new_id
+from relayline.shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
+from relayline.shared.jsonutil import dumps
+from relayline.shared.protocols.adapter import StreamAdapter
 
 HEADERS = {
     "Content-Type": "text/event-stream",

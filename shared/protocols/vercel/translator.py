@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shared.errors import InputTranslationError
-from shared.interrupts import Answers, ApprovalRequest, ResultEntry, ToolResultsRequest
-from shared.protocols.rules import (
+from relayline.shared.errors import InputTranslationError
+from relayline.shared.interrupts import Answers, ApprovalRequest, ResultEntry, ToolResultsRequest
+from relayline.shared.protocols.rules import (
     AnyRequest,
     answer,
     approval_decision,
@@ -23,7 +23,7 @@ from shared.protocols.rules import (
     finish,
     require_object,
 )
-from shared.protocols.translator import NewTurn
+from relayline.shared.protocols.translator import NewTurn
 
 SHAPE_ERROR = (
     "Vercel input must end with a user message or an assistant message carrying tool parts."

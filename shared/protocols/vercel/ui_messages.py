@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from shared import batch as batches
-from shared.batch import request_from_record
-from shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
-from shared.messages import Message, ToolCallPart, ToolResultPart
-from shared.persistence.store import RunRecord
-from shared.protocols.adapter import StreamAdapter
-from shared.protocols.vercel.adapter import part_id
-from shared.protocols.vercel.wire import ApprovalJSON, UIMessageJSON, UIPartJSON
-from shared.records import Accepted, BatchJSON, CallJSON
-from shared.tools import AnyTool, redacted_inputs
+from relayline.shared import batch as batches
+from relayline.shared.batch import request_from_record
+from relayline.shared.interrupts import ApprovalRequest, InterruptRequest, ToolResultsRequest
+from relayline.shared.messages import Message, ToolCallPart, ToolResultPart
+from relayline.shared.persistence.store import RunRecord
+from relayline.shared.protocols.adapter import StreamAdapter
+from relayline.shared.protocols.vercel.adapter import part_id
+from relayline.shared.protocols.vercel.wire import ApprovalJSON, UIMessageJSON, UIPartJSON
+from relayline.shared.records import Accepted, BatchJSON, CallJSON
+from relayline.shared.tools import AnyTool, redacted_inputs
 
 Part = UIPartJSON
 

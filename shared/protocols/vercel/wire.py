@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from shared.jsonutil import JSONObject
+from relayline.shared.jsonutil import JSONObject
 
 
 class ApprovalJSON(TypedDict):

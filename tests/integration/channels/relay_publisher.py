@@ -14,11 +14,11 @@ import sys
 
 import redis
 
-from channels import RedisChannel
-from shared.adapters import NativeAdapter
-from shared.agent import Agent
-from shared.persistence import Store
-from shared.sse import encode_sse
+from relayline.channels import RedisChannel
+from relayline.shared.adapters import NativeAdapter
+from relayline.shared.agent import Agent
+from relayline.shared.persistence import Store
+from relayline.shared.sse import encode_sse
 from tests.support.channel_behaviour import suite_spec
 
 

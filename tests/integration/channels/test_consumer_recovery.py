@@ -1,5 +1,5 @@
 """The Python Consumer's recovery against a real segment log: holes filled from
-``channels.log.kept_after`` (what the web's envelopes route answers), asked at once,
+``relayline.channels.log.kept_after`` (what the web's envelopes route answers), asked at once,
 then with backoff on the consumer's own clock, at most ``recover_attempts`` times
 without progress; a whole logged event replaces the fragments that did arrive."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import redis
 
-from channels import Consumer, Envelope, LogLimits, MemoryChannel, SegmentLog
-from channels.log import entries, kept_after, log_key
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
+from relayline.channels import Consumer, Envelope, LogLimits, MemoryChannel, SegmentLog
+from relayline.channels.log import entries, kept_after, log_key
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
 from tests.support.channel_support import State
 
 pytestmark = pytest.mark.integration

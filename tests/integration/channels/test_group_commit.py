@@ -12,11 +12,11 @@ import pytest
 import redis
 from redis.client import Pipeline
 
-from channels import LogLimits, SegmentLog
-from channels.envelope import Envelope
-from channels.group_commit import GroupWriter, writer_for
-from channels.log import LogBatching, entries, log_key
-from shared.ids import new_stream_id
+from relayline.channels import LogLimits, SegmentLog
+from relayline.channels.envelope import Envelope
+from relayline.channels.group_commit import GroupWriter, writer_for
+from relayline.channels.log import LogBatching, entries, log_key
+from relayline.shared.ids import new_stream_id
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from channels import (
+from relayline.channels import (
     ActiveSegment,
     ChannelConfigError,
     LogLimits,
@@ -22,10 +22,10 @@ from channels import (
     active_segment,
     announce,
 )
-from channels.envelope import Envelope
-from channels.log import LogBatching, LogReader, active_key, entries, log_key, split_entry
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
+from relayline.channels.envelope import Envelope
+from relayline.channels.log import LogBatching, LogReader, active_key, entries, log_key, split_entry
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
 from tests.support.channel_redis import FlakyRedis
 from tests.support.channel_support import State
 

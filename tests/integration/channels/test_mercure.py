@@ -14,19 +14,19 @@ import pytest
 import requests
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
-from channels import (
+from relayline.channels import (
     AbstractChannel,
     Consumer,
     Envelope,
     MercureChannel,
     subscriber_token,
 )
-from channels.envelope import FRAGMENT, TERMINALS
-from shared.adapters import AGUIAdapter, StreamAdapter, VercelAIAdapter
-from shared.agent import Agent, AgentSpec
-from shared.events import ProtocolEvent
-from shared.persistence import Store
-from shared.providers import ScriptedProvider
+from relayline.channels.envelope import FRAGMENT, TERMINALS
+from relayline.shared.adapters import AGUIAdapter, StreamAdapter, VercelAIAdapter
+from relayline.shared.agent import Agent, AgentSpec
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.persistence import Store
+from relayline.shared.providers import ScriptedProvider
 from tests.support.channel_behaviour import ChannelBehaviour, terminal_arrived
 from tests.support.channel_support import State
 from tests.support.mercure_hub import MercureHub

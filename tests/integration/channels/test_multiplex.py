@@ -10,11 +10,11 @@ from typing import cast
 import pytest
 import redis
 
-from channels import ChannelReadError, LogLimits, LogOnlyChannel, SegmentLog
-from channels.log import LogBatching
-from channels.multiplex import BLOCK_MS, LogMultiplexer, Subscription
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
+from relayline.channels import ChannelReadError, LogLimits, LogOnlyChannel, SegmentLog
+from relayline.channels.log import LogBatching
+from relayline.channels.multiplex import BLOCK_MS, LogMultiplexer, Subscription
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
 from tests.support.channel_support import State
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import redis
 
-from channels import AbstractChannel, ChannelConfigError, PublishError, RedisChannel
-from shared.events import ProtocolEvent
+from relayline.channels import AbstractChannel, ChannelConfigError, PublishError, RedisChannel
+from relayline.shared.events import ProtocolEvent
 from tests.support.channel_behaviour import ChannelBehaviour
 from tests.support.channel_redis import FlakyRedis, RedisSubscription, flaky
 from tests.support.channel_support import State

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from channels import (
+from relayline.channels import (
     HEARTBEAT,
     ChannelConfigError,
     ChannelReadError,
@@ -27,12 +27,12 @@ from channels import (
     RedisChannelReader,
     is_terminal,
 )
-from shared.adapters import NativeAdapter
-from shared.agent import Agent
-from shared.errors import RunFailedError
-from shared.events import ProtocolEvent
-from shared.persistence import Store
-from shared.sse import encode_event
+from relayline.shared.adapters import NativeAdapter
+from relayline.shared.agent import Agent
+from relayline.shared.errors import RunFailedError
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.persistence import Store
+from relayline.shared.sse import encode_event
 from tests.support.channel_behaviour import LONG_RESULT, suite_spec
 from tests.support.channel_redis import FlakyRedis, numsub
 from tests.support.channel_support import State

@@ -7,19 +7,19 @@ from typing import Any
 
 import pytest
 
-import channels.base
-from channels import CallbackChannel, Consumer
-from channels.base import AbstractChannel
-from channels.envelope import encode_envelope, encode_json
-from channels.errors import (
+import relayline.channels.base
+from relayline.channels import CallbackChannel, Consumer
+from relayline.channels.base import AbstractChannel
+from relayline.channels.envelope import encode_envelope, encode_json
+from relayline.channels.errors import (
     ChannelClosedError,
     ChannelConfigError,
     ChannelLimitError,
     EnvelopeError,
 )
-from shared.delivery import Channel
-from shared.events import ProtocolEvent
-from shared.ids import STREAM_ID as STREAM_ID_PATTERN
+from relayline.shared.delivery import Channel
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import STREAM_ID as STREAM_ID_PATTERN
 from tests.support.channel_support import STREAM_ID, Memory, State
 
 DONE = State("thread-42")
@@ -256,7 +256,7 @@ def test_payload_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> None:  #
         calls.append(value)
         return encode_json(value)
 
-    monkeypatch.setattr(channels.base, "encode_json", counting)
+    monkeypatch.setattr(relayline.channels.base, "encode_json", counting)
     channel = Memory(budget=200)
     big = {"blob": "x" * 2000}
     channel.send(delta("a"))

@@ -7,17 +7,17 @@ import json
 
 import pytest
 
-from channels.envelope import (
+from relayline.channels.envelope import (
     Envelope,
     encode_envelope,
     encode_json,
     terminal_data,
 )
-from channels.errors import ChannelLimitError, EnvelopeError
-from channels.fragments import Fragment, fragment_envelopes, join_parts, largest
-from shared.events import ProtocolEvent
-from shared.ids import new_stream_id
-from shared.jsonutil import dumps
+from relayline.channels.errors import ChannelLimitError, EnvelopeError
+from relayline.channels.fragments import Fragment, fragment_envelopes, join_parts, largest
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.ids import new_stream_id
+from relayline.shared.jsonutil import dumps
 from tests.support.channel_support import STREAM_ID, Memory, State
 
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from channels import Consumer, Envelope, GapError
-from channels.consumer import MAX_BUFFERED_BYTES, MAX_QUEUED_EVENTS
-from channels.envelope import encode_json
-from channels.fragments import fragment_envelopes
+from relayline.channels import Consumer, Envelope, GapError
+from relayline.channels.consumer import MAX_BUFFERED_BYTES, MAX_QUEUED_EVENTS
+from relayline.channels.envelope import encode_json
+from relayline.channels.fragments import fragment_envelopes
 
 SID = "3f9a0c2e7b6d4e18a5c1f0b2d4e6a8c0"
 OTHER = "0123456789abcdef0123456789abcdef"

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from channels import CallbackChannel, Consumer, Envelope, FakeChannel
-from channels.base import SegmentState
-from shared.adapters import NativeAdapter
-from shared.agent import Agent, AgentSpec
-from shared.chunks import InterruptEvent
-from shared.delivery import Channel
-from shared.errors import RunFailedError
-from shared.interrupts import ApprovalRequest, ToolResultsRequest
-from shared.persistence import Store
-from shared.providers import ScriptedProvider
+from relayline.channels import CallbackChannel, Consumer, Envelope, FakeChannel
+from relayline.channels.base import SegmentState
+from relayline.shared.adapters import NativeAdapter
+from relayline.shared.agent import Agent, AgentSpec
+from relayline.shared.chunks import InterruptEvent
+from relayline.shared.delivery import Channel
+from relayline.shared.errors import RunFailedError
+from relayline.shared.interrupts import ApprovalRequest, ToolResultsRequest
+from relayline.shared.persistence import Store
+from relayline.shared.providers import ScriptedProvider
 from tests.support.agents import build_spec
 from tests.support.channel_support import Memory
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from channels import MemoryChannel
+from relayline.channels import MemoryChannel
 from tests.support.channel_behaviour import ChannelBehaviour, terminal_arrived
 
 

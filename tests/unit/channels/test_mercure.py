@@ -12,11 +12,17 @@ from typing import Any
 import jwt
 import pytest
 
-from channels import ChannelConfigError, Consumer, Envelope, MercureChannel, subscriber_token
-from channels.errors import PublishError
-from channels.mercure import publisher_token, thread_topic
-from shared.events import ProtocolEvent
-from shared.settings import MercureSettings, Settings
+from relayline.channels import (
+    ChannelConfigError,
+    Consumer,
+    Envelope,
+    MercureChannel,
+    subscriber_token,
+)
+from relayline.channels.errors import PublishError
+from relayline.channels.mercure import publisher_token, thread_topic
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.settings import MercureSettings, Settings
 from tests.support.channel_support import State
 from tests.support.mercure_hub import StandInServer
 

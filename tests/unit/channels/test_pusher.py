@@ -15,11 +15,22 @@ import nacl.secret
 import pusher
 import pytest
 
-from channels import ChannelConfigError, ChannelLimitError, Consumer, Envelope, EnvelopeError
-from channels.errors import PublishError
-from channels.pusher import ENCRYPTED_EVENT_BUDGET, PusherChannel, pusher_client, thread_channel
-from shared.events import ProtocolEvent
-from shared.settings import PusherSettings, Settings
+from relayline.channels import (
+    ChannelConfigError,
+    ChannelLimitError,
+    Consumer,
+    Envelope,
+    EnvelopeError,
+)
+from relayline.channels.errors import PublishError
+from relayline.channels.pusher import (
+    ENCRYPTED_EVENT_BUDGET,
+    PusherChannel,
+    pusher_client,
+    thread_channel,
+)
+from relayline.shared.events import ProtocolEvent
+from relayline.shared.settings import PusherSettings, Settings
 from tests.support.channel_support import State
 from tests.support.mercure_hub import Recorded, StandInServer
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from channels.envelope import Envelope, encode_envelope, encode_json
-from channels.errors import ChannelReadError
-from channels.splice import splice
-from shared.sse import encode_event
+from relayline.channels.envelope import Envelope, encode_envelope, encode_json
+from relayline.channels.errors import ChannelReadError
+from relayline.channels.splice import splice
+from relayline.shared.sse import encode_event
 
 STREAM = "0123456789abcdef" * 2
 

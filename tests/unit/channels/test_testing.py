@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from channels import (
+from relayline.channels import (
     Envelope,
     FakeChannel,
     GapError,
@@ -15,9 +15,9 @@ from channels import (
     NullChannel,
     PublishError,
 )
-from channels.testing import Interruption
-from shared.delivery import Channel
-from shared.events import ProtocolEvent
+from relayline.channels.testing import Interruption
+from relayline.shared.delivery import Channel
+from relayline.shared.events import ProtocolEvent
 from tests.support.channel_support import State
 
 
