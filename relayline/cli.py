@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from relayline import __version__
 from relayline.demo import build
 from relayline.shared.agent import Agent, AgentSpec
 from relayline.shared.auth import mint
@@ -31,6 +32,7 @@ WORKER_CONNECTIONS = 10_000
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="relayline", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"relayline {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (("web", "run the web server"), ("up", "run everything locally")):
         command = commands.add_parser(name, help=help_text)

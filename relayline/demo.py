@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from relayline.shared.agent import AgentSpec, FrontendTool, tool
-from relayline.shared.providers import ScriptedProvider, configured_provider
-from relayline.shared.settings import Settings
+from relayline import AgentSpec, FrontendTool, Settings, tool
+from relayline.providers import ScriptedProvider, configured_provider
 
 
 @tool

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from relayline.worker import register
+from relayline import register
 
 celery = Celery("example_host")
 celery.conf.update(task_serializer="json", accept_content=["json"], task_ignore_result=True)

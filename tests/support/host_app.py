@@ -22,16 +22,25 @@ class HostWorker:
     """``celery -A <module> worker -Q <queues>``: the host's worker, not relayline's."""
 
     def __init__(
-        self, module: str, queues: str, env: dict[str, str], log: Path, loglevel: str = "INFO"
+        self,
+        module: str,
+        queues: str,
+        env: dict[str, str],
+        log: Path,
+        loglevel: str = "INFO",
+        *,
+        python: str = sys.executable,
+        cwd: Path = ROOT,
     ) -> None:
-        """``env`` over this process's environment."""
+        """``env`` over this process's environment; ``python`` and ``cwd``: another
+        virtual environment's interpreter and the host application's folder."""
         self.log = log
         self._handle = log.open("w")
-        command = [sys.executable, "-m", "celery", "-A", module, "worker", "-Q", queues]
+        command = [python, "-m", "celery", "-A", module, "worker", "-Q", queues]
         command += ["-c", "1", "--loglevel", loglevel, "--without-gossip", "--without-mingle"]
         self.process = subprocess.Popen(
             command,
-            cwd=ROOT,
+            cwd=cwd,
             env={**os.environ, **env},
             stdout=self._handle,
             stderr=subprocess.STDOUT,
