@@ -21,7 +21,7 @@ from relayline.channels.base import AbstractChannel, CallbackChannel
 from relayline.shared.events import ProtocolEvent
 
 COUNT = 100_000
-STREAM_ID = "3f9a0c2e7b6d4e18a5c1f0b2d4e6a8c0"
+SEGMENT_ID = "3f9a0c2e7b6d4e18a5c1f0b2d4e6a8c0"
 
 
 class Keep(AbstractChannel):
@@ -43,7 +43,7 @@ def timed(run: Callable[[], object]) -> float:
 
 def bare(events: Sequence[ProtocolEvent]) -> None:
     for sequence, event in enumerate(events):
-        envelope = {"streamId": STREAM_ID, "sequence": sequence, "type": event.type}
+        envelope = {"streamId": SEGMENT_ID, "sequence": sequence, "type": event.type}
         envelope["data"] = event.data
         json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
 
@@ -54,7 +54,7 @@ REUSED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 def bare_reused(events: Sequence[ProtocolEvent]) -> None:
     """The stricter baseline: the same loop without json.dumps's per-call encoder."""
     for sequence, event in enumerate(events):
-        envelope = {"streamId": STREAM_ID, "sequence": sequence, "type": event.type}
+        envelope = {"streamId": SEGMENT_ID, "sequence": sequence, "type": event.type}
         envelope["data"] = event.data
         REUSED.encode(envelope)
 

@@ -6,7 +6,7 @@ the reader process's CPU per event.
 
 The writer runs in a process of its own (as a worker does), so the CPU figure is the
 reader's alone: its multiplexer thread, the splicing and the joining of frames. Needs a
-Redis (RELAYLINE_TEST_REDIS_URL, else 127.0.0.1:6379, else an embedded Valkey).
+Redis (RELAYLINE_TEST_REDIS_URL, else a private server of its own).
 """
 
 from __future__ import annotations
@@ -20,35 +20,35 @@ import time
 import redis
 
 from relayline.channels import LogLimits, LogOnlyChannel, SegmentLog
-from relayline.channels.multiplex import LogMultiplexer
+from relayline.channels.stream.reader import LogMultiplexer
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from tests.support.channel_support import State
 from tests.support.redis_server import RedisDatabases, redis_server
 
 
-def _write(url: str, stream_ids: list[str], events: int, go: threading.Event) -> None:
+def _write(url: str, segment_ids: list[str], events: int, go: threading.Event) -> None:
     """One thread per segment, as a worker runs one turn per thread."""
     client = redis.Redis.from_url(url)
 
-    def turn(stream_id: str) -> None:
-        log = SegmentLog(client, stream_id, f"bench-{stream_id}", LogLimits())
-        channel = LogOnlyChannel().into_segment(stream_id, log)
+    def turn(segment_id: str) -> None:
+        log = SegmentLog(client, segment_id, f"bench-{segment_id}", LogLimits())
+        channel = LogOnlyChannel().into_segment(segment_id, log)
         go.wait()
         for n in range(events):
             channel.send(ProtocolEvent("text", {"content": f"chunk {n} "}))
-        channel.completed(State(f"bench-{stream_id}"), f"bench-{stream_id}")
+        channel.completed(State(f"bench-{segment_id}"), f"bench-{segment_id}")
 
-    turns = [threading.Thread(target=turn, args=(s,)) for s in stream_ids]
+    turns = [threading.Thread(target=turn, args=(s,)) for s in segment_ids]
     for thread in turns:
         thread.start()
     for thread in turns:
         thread.join()
 
 
-def _read(logs: LogMultiplexer, stream_id: str, counts: list[int]) -> None:
+def _read(logs: LogMultiplexer, segment_id: str, counts: list[int]) -> None:
     seen = 0
-    with logs.subscribe(stream_id) as subscription:
+    with logs.subscribe(segment_id) as subscription:
         for batch in subscription.batches(wait=15, timeout=60):
             if batch is None:
                 continue
@@ -66,14 +66,14 @@ def main() -> None:
     with redis_server() as base, RedisDatabases(base).database("bench log_mux") as url:
         client = redis.Redis.from_url(url)
         logs = LogMultiplexer(client)
-        stream_ids = [new_stream_id() for _ in range(args.streams)]
+        segment_ids = [new_segment_id() for _ in range(args.streams)]
         go = multiprocessing.Event()
         writer = multiprocessing.Process(
-            target=_write, args=(url, stream_ids, args.events, go), daemon=True
+            target=_write, args=(url, segment_ids, args.events, go), daemon=True
         )
         writer.start()
         counts: list[int] = []
-        readers = [threading.Thread(target=_read, args=(logs, s, counts)) for s in stream_ids]
+        readers = [threading.Thread(target=_read, args=(logs, s, counts)) for s in segment_ids]
         for reader in readers:
             reader.start()
         cpu = resource.getrusage(resource.RUSAGE_SELF)

@@ -11,6 +11,7 @@ import json
 import time
 
 from relayline.shared.adapters import NativeAdapter
+
 from relayline.shared.chunks import TextChunk
 from relayline.shared.sse import encode_sse
 

@@ -7,8 +7,9 @@ same run.
 
 Everything a client reads comes from the production web app (``relayline.web.wsgi:app``) served by
 ``relayline.cli.web_command``'s gunicorn gevent worker. Parts 1, 3, 4 and 5 stand in for
-the worker with ``relayline.channels.log.SegmentLog`` (``append``, then ``flush``/``close`` when
-the class has them) and ``relayline.channels.log.announce``; the client reads the native resume
+the worker with ``relayline.channels.stream.log.SegmentLog`` (``append``, then
+``flush``/``close`` when the class has them) and ``relayline.channels.stream.log.announce``;
+the client reads the native resume
 stream ``GET /api/threads/<id>/stream`` of a thread row the app's store holds for the
 anonymous user. Appending is timed as a worker appends: any batching SegmentLog does is
 part of what a client waits for.
@@ -43,7 +44,7 @@ Options: ``--streams``/``--seconds`` resize part 3, ``--publishers N`` splits th
 workers of parts 3 and 4 over N processes, ``--web-workers N`` is an experiment (parts 3
 and 4 on N gunicorn workers instead of web_command's one), labelled as such.
 
-Redis: tests.support.redis_server (local 127.0.0.1:6379, else an embedded one),
+Redis: tests.support.redis_server (a private server, unless RELAYLINE_TEST_REDIS_URL),
 database 15 (BENCH_DB, which the tests never hand out) held through the tests'
 RedisDatabases: empty at the start, flushed after. Each part has its own SQLite database
 in a temporary directory. RLIMIT_NOFILE is raised to its hard limit (part 4 holds 5,000
@@ -85,18 +86,18 @@ import redis
 import redis.asyncio
 
 from relayline.channels.envelope import COMPLETED, encode_envelope, encode_json, terminal_data
-from relayline.channels.log import (
+from relayline.channels.keys import log_key
+from relayline.channels.stream.log import (
     FIELD,
     ActiveSegment,
     LogLimits,
     SegmentLog,
     announce,
     forget_thread,
-    log_key,
 )
 from relayline.cli import web_command
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.jobs import ANONYMOUS
 from relayline.shared.persistence import Store
 
@@ -349,7 +350,7 @@ def web_env(redis_url: str, database_url: str) -> dict[str, str]:
 @dataclasses.dataclass(frozen=True)
 class Segment:
     thread_id: str
-    stream_id: str
+    segment_id: str
 
     @property
     def path(self) -> str:
@@ -360,22 +361,22 @@ def open_segments(store: Store, client: redis.Redis, count: int, label: str) -> 
     """``count`` threads of the anonymous user, each with a running native segment
     announced as the web announces one at enqueue (so its resume stream waits for it)."""
     run = uuid.uuid4().hex[:8]
-    segments = [Segment(f"bench-{label}-{run}-{i}", new_stream_id()) for i in range(count)]
+    segments = [Segment(f"bench-{label}-{run}-{i}", new_segment_id()) for i in range(count)]
     limits = LogLimits()
     for segment in segments:
         store.create_thread(segment.thread_id, ANONYMOUS)
-        announce(client, segment.thread_id, ActiveSegment("native", segment.stream_id), limits)
+        announce(client, segment.thread_id, ActiveSegment("native", segment.segment_id), limits)
     return segments
 
 
 def segment_log(client: redis.Redis, segment: Segment) -> SegmentLog:
-    return SegmentLog(client, segment.stream_id, segment.thread_id, LogLimits(), "native")
+    return SegmentLog(client, segment.segment_id, segment.thread_id, LogLimits(), "native")
 
 
 def tick(segment: Segment, sequence: int, sent_ns: int) -> str:
     """The envelope a channel builds for a tick event (its data carries its send time)."""
     data = f'{{"seq":{sequence},"t":{sent_ns}}}'
-    return encode_envelope(segment.stream_id, sequence, TICK, data)
+    return encode_envelope(segment.segment_id, sequence, TICK, data)
 
 
 def end_segment(log: SegmentLog, segment: Segment, sequence: int) -> None:
@@ -383,7 +384,7 @@ def end_segment(log: SegmentLog, segment: Segment, sequence: int) -> None:
     pending written: ``flush``/``close`` when it has them (batched appends), nothing to
     do when every append writes at once."""
     data = encode_json(terminal_data(segment.thread_id))
-    log.append(encode_envelope(segment.stream_id, sequence, COMPLETED, data), terminal=True)
+    log.append(encode_envelope(segment.segment_id, sequence, COMPLETED, data), terminal=True)
     finish_log(log)
 
 
@@ -566,7 +567,7 @@ def part_latency(redis_url: str, plan: Plan, logdir: Path) -> list[Row]:
     client = redis.Redis.from_url(redis_url)
     segment = open_segments(store, client, 1, "latency")[0]
     log = segment_log(client, segment)
-    bare_segment = Segment("bare", new_stream_id())
+    bare_segment = Segment("bare", new_segment_id())
     bare = BareReader(client, f"relayline:bench:bare:{uuid.uuid4().hex}")
     bare_ns: list[int] = []
     relay_ns: list[int] = []
@@ -988,7 +989,7 @@ async def _fanout(
     idle_kb = total_kb(server.workers, "VmRSS")
     streams = await _connect(server.port, segments, run)
     connected_kb = total_kb(server.workers, "VmRSS")
-    sample = [log_key(s.stream_id) for s in segments[:: max(1, len(segments) // 10)][:10]]
+    sample = [log_key(s.segment_id) for s in segments[:: max(1, len(segments) // 10)][:10]]
     floor = asyncio.create_task(floor_reader(redis_url, sample, run))
 
     context = multiprocessing.get_context("spawn")
@@ -1219,16 +1220,16 @@ def part_memory(redis_url: str, plan: Plan, logdir: Path) -> list[Row]:
     client = redis.Redis.from_url(redis_url)
     data_json = encode_json(TYPICAL_DELTA)
     per, events = min(SEGMENT_EVENTS, plan.stored_events), plan.stored_events
-    segments = [Segment(f"memory-{i}", new_stream_id()) for i in range(-(-events // per))]
+    segments = [Segment(f"memory-{i}", new_segment_id()) for i in range(-(-events // per))]
     bare_keys = [f"relayline:bench:bare:{uuid.uuid4().hex}" for _ in segments]
-    keys = [log_key(s.stream_id) for s in segments]
-    size = len(encode_envelope(segments[0].stream_id, per - 1, "text", data_json))
+    keys = [log_key(s.segment_id) for s in segments]
+    size = len(encode_envelope(segments[0].segment_id, per - 1, "text", data_json))
     try:
         before = used_memory(client)
         for index, segment in enumerate(segments):
             log = segment_log(client, segment)
             for seq in range(min(per, events - index * per)):
-                log.append(encode_envelope(segment.stream_id, seq, "text", data_json))
+                log.append(encode_envelope(segment.segment_id, seq, "text", data_json))
             finish_log(log)  # a running segment: no terminal, nothing left pending
         logged = used_memory(client) - before
         logged_exact = key_bytes(client, keys)
@@ -1237,7 +1238,7 @@ def part_memory(redis_url: str, plan: Plan, logdir: Path) -> list[Row]:
         for index, (segment, key) in enumerate(zip(segments, bare_keys, strict=True)):
             pipe = client.pipeline(transaction=False)  # pipelined: memory, not speed
             for seq in range(min(per, events - index * per)):
-                envelope = encode_envelope(segment.stream_id, seq, "text", data_json)
+                envelope = encode_envelope(segment.segment_id, seq, "text", data_json)
                 pipe.xadd(key, {FIELD: envelope})
             pipe.execute()
         bare = used_memory(client) - before

@@ -1,6 +1,9 @@
-"""Push delivery of a segment's protocol events: the shared envelope and fragment codec,
-AbstractChannel and its transports, NullChannel, the Redis relay reader, a Python
-consumer, and test channels (MemoryChannel, FakeChannel). The contract every channel
+"""Delivery of a segment's protocol events: the shared envelope and fragment codec,
+AbstractChannel and its push transports (Pusher, Mercure), NullChannel and
+LogOnlyChannel, a Python consumer, and test channels (MemoryChannel, FakeChannel).
+``stream`` holds the segment log (writer, group commit, the web's multiplexed reader,
+splice); ``runs`` the Redis side of run coordination (stop signals, queued turns, the
+backlog, heartbeats); ``keys`` names every Redis key. The contract every channel
 keeps is documented in ``relayline.shared.delivery``.
 
 Imports only ``shared``'s small wire types (never Flask, Celery or SQLAlchemy).
@@ -29,18 +32,22 @@ from relayline.channels.errors import (
     SegmentReplacedError,
 )
 from relayline.channels.fragments import Fragment
-from relayline.channels.log import ActiveSegment, LogLimits, SegmentLog, active_segment, announce
 from relayline.channels.mercure import MercureChannel, subscriber_token, thread_topic
 from relayline.channels.null import LogOnlyChannel, NullChannel
 from relayline.channels.pusher import PusherChannel, pusher_client, thread_channel
-from relayline.channels.redis import HEARTBEAT, Heartbeat, RedisChannel, RedisChannelReader
+from relayline.channels.stream.log import (
+    ActiveSegment,
+    LogLimits,
+    SegmentLog,
+    active_segment,
+    announce,
+)
 from relayline.channels.testing import FakeChannel, MemoryChannel
 
 __all__ = [
     "COMPLETED",
     "FAILED",
     "FRAGMENT",
-    "HEARTBEAT",
     "INTERRUPTED",
     "TERMINALS",
     "AbstractChannel",
@@ -57,7 +64,6 @@ __all__ = [
     "FakeChannel",
     "Fragment",
     "GapError",
-    "Heartbeat",
     "LogLimits",
     "LogOnlyChannel",
     "MemoryChannel",
@@ -65,8 +71,6 @@ __all__ = [
     "NullChannel",
     "PublishError",
     "PusherChannel",
-    "RedisChannel",
-    "RedisChannelReader",
     "SegmentLog",
     "SegmentReplacedError",
     "SegmentState",

@@ -46,9 +46,9 @@ from relayline.channels.errors import (
     EnvelopeError,
 )
 from relayline.channels.fragments import fragment_envelopes
-from relayline.channels.log import SegmentLog
+from relayline.channels.stream.log import SegmentLog
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import STREAM_ID, new_stream_id
+from relayline.shared.ids import SEGMENT_ID, new_segment_id
 
 logger = logging.getLogger("relayline.channel")
 
@@ -88,7 +88,7 @@ class AbstractChannel(ABC):
         self._budget = budget
         self._event_budget = event_budget
         self._batch_size = batch_size
-        self._stream_id: str | None = None
+        self._segment_id: str | None = None
         self._sequence = 0
         self._queue: list[str] = []
         self._checked = False
@@ -101,14 +101,14 @@ class AbstractChannel(ABC):
         #: the segment's durable log, which gets every envelope too (``into_segment``)
         self.log: SegmentLog | None = None
 
-    def into_segment(self, stream_id: str, log: SegmentLog | None = None) -> Self:
-        """Serve the segment ``stream_id`` (the id the web announced for it) and write
+    def into_segment(self, segment_id: str, log: SegmentLog | None = None) -> Self:
+        """Serve the segment ``segment_id`` (the id the web announced for it) and write
         every envelope, terminal included, to ``log`` as well. Before the first event."""
-        if self._stream_id is not None:
+        if self._segment_id is not None:
             raise ChannelConfigError("A channel joins its segment before its first event.")
-        if not STREAM_ID.fullmatch(stream_id):
-            raise ChannelConfigError(f"Invalid stream id {stream_id!r}: 32 lowercase hex.")
-        self._stream_id = stream_id
+        if not SEGMENT_ID.fullmatch(segment_id):
+            raise ChannelConfigError(f"Invalid stream id {segment_id!r}: 32 lowercase hex.")
+        self._segment_id = segment_id
         self.log = log
         return self
 
@@ -139,11 +139,11 @@ class AbstractChannel(ABC):
     # the Channel protocol ----------------------------------------------------------
 
     @property
-    def stream_id(self) -> str:
+    def segment_id(self) -> str:
         """The segment's id, drawn on first use and fixed for this instance."""
-        if self._stream_id is None:
-            self._stream_id = new_stream_id()
-        return self._stream_id
+        if self._segment_id is None:
+            self._segment_id = new_segment_id()
+        return self._segment_id
 
     @property
     def sequence(self) -> int:
@@ -209,7 +209,7 @@ class AbstractChannel(ABC):
         sequence = self._sequence
         self._sequence += 1
         data_json = encode_json(data)  # the only serialisation of the payload
-        envelope = encode_envelope(self.stream_id, sequence, event_type, data_json)
+        envelope = encode_envelope(self.segment_id, sequence, event_type, data_json)
         if self.log is not None:
             self._append_to_log(envelope, event_type in TERMINALS)
         item = self.encode(event_type, envelope)
@@ -223,7 +223,7 @@ class AbstractChannel(ABC):
             return self._room(envelope, item, budget, event_budget)
 
         fragments = fragment_envelopes(
-            self.stream_id,
+            self.segment_id,
             sequence,
             event_type,
             data_json,

@@ -29,8 +29,8 @@ from typing import Any
 from relayline.channels.envelope import Envelope, encode_json, utf8_len
 from relayline.channels.errors import EnvelopeError, GapError
 from relayline.channels.fragments import Fragment, join_parts
-from relayline.channels.log import LogGoneError
-from relayline.shared.ids import STREAM_ID
+from relayline.channels.stream.log import LogGoneError
+from relayline.shared.ids import SEGMENT_ID
 
 MAX_ACTIVE_STREAMS = 64
 MAX_KNOWN_STREAMS = 1024
@@ -45,7 +45,7 @@ RECOVER_ATTEMPTS = 5
 RECOVER_BACKOFF = 0.1
 
 Frame = str | bytes | Mapping[str, Any]
-#: ``recover(stream_id, after)``: the envelopes the segment's log keeps after sequence
+#: ``recover(segment_id, after)``: the envelopes the segment's log keeps after sequence
 #: ``after`` (any number of them, in order). Raises LogGoneError when the log cannot
 #: supply them; any other error is a failed ask, asked again later.
 Recover = Callable[[str, int], Sequence[Frame]]
@@ -88,7 +88,7 @@ class Consumer:
     ``on_event(envelope)`` gets every logical event with its original type and data,
     terminal included (which then closes that segment). ``on_gap(reason)`` is called
     once when a gap closes the consumer; without it, ``feed``/``poll`` raise GapError.
-    ``stream_id`` selects one segment and ignores frames of others.
+    ``segment_id`` selects one segment and ignores frames of others.
     """
 
     def __init__(
@@ -96,18 +96,18 @@ class Consumer:
         on_event: Callable[[Envelope], object] | None = None,
         on_gap: Callable[[str], object] | None = None,
         *,
-        stream_id: str | None = None,
+        segment_id: str | None = None,
         gap_timeout: float = GAP_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
         recover: Recover | None = None,
         recover_attempts: int = RECOVER_ATTEMPTS,
         recover_backoff: float = RECOVER_BACKOFF,
     ) -> None:
-        if stream_id is not None and not STREAM_ID.fullmatch(stream_id):
-            raise ValueError(f"Invalid stream id selection {stream_id!r}: use 32 lowercase hex.")
+        if segment_id is not None and not SEGMENT_ID.fullmatch(segment_id):
+            raise ValueError(f"Invalid stream id selection {segment_id!r}: use 32 lowercase hex.")
         self.on_event = on_event
         self.on_gap = on_gap
-        self.stream_id = stream_id
+        self.segment_id = segment_id
         self.gap_timeout = gap_timeout
         self.clock = clock
         self.recover = recover
@@ -239,8 +239,8 @@ class Consumer:
         except EnvelopeError:
             self._fail("Invalid channel envelope")
             return []
-        sid = envelope.stream_id
-        if (self.stream_id is not None and sid != self.stream_id) or sid in self.finished:
+        sid = envelope.segment_id
+        if (self.segment_id is not None and sid != self.segment_id) or sid in self.finished:
             return []
         segment = self._segments.get(sid)
         if segment is None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from relayline.channels.errors import EnvelopeError
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import STREAM_ID
+from relayline.shared.ids import SEGMENT_ID
 
 FRAGMENT = "stream.fragment"
 COMPLETED = "stream.completed"
@@ -55,10 +55,10 @@ def type_json(event_type: str) -> str:
     return found
 
 
-def encode_envelope(stream_id: str, sequence: int, event_type: str, data_json: str) -> str:
+def encode_envelope(segment_id: str, sequence: int, event_type: str, data_json: str) -> str:
     """The envelope text around already-encoded data, so data is serialised only once."""
     return (
-        f'{{"streamId":"{stream_id}","sequence":{sequence},'
+        f'{{"streamId":"{segment_id}","sequence":{sequence},'
         f'"type":{type_json(event_type)},"data":{data_json}}}'
     )
 
@@ -88,7 +88,7 @@ def as_index(value: object, upper: int = MAX_SAFE_INTEGER) -> int | None:
 class Envelope:
     """One envelope as received: a logical event, a terminal or one fragment of an event."""
 
-    stream_id: str
+    segment_id: str
     sequence: int
     type: str
     data: Any
@@ -102,7 +102,7 @@ class Envelope:
         return self.type == FRAGMENT
 
     def to_json(self) -> str:
-        return encode_envelope(self.stream_id, self.sequence, self.type, encode_json(self.data))
+        return encode_envelope(self.segment_id, self.sequence, self.type, encode_json(self.data))
 
     def to_event(self) -> ProtocolEvent:
         """The ProtocolEvent this envelope carries. ``[]`` (PHP's empty payload) becomes
@@ -125,14 +125,14 @@ class Envelope:
                 raise EnvelopeError("Invalid channel envelope") from exc
         if not isinstance(value, Mapping) or "data" not in value:
             raise EnvelopeError("Invalid channel envelope")
-        stream_id, event_type = value.get("streamId"), value.get("type")
+        segment_id, event_type = value.get("streamId"), value.get("type")
         sequence = as_index(value.get("sequence"))
         if (
-            not isinstance(stream_id, str)
-            or not STREAM_ID.fullmatch(stream_id)
+            not isinstance(segment_id, str)
+            or not SEGMENT_ID.fullmatch(segment_id)
             or sequence is None
             or not isinstance(event_type, str)
             or not event_type
         ):
             raise EnvelopeError("Invalid channel envelope")
-        return cls(stream_id, sequence, event_type, value["data"])
+        return cls(segment_id, sequence, event_type, value["data"])

@@ -50,7 +50,7 @@ def largest(upper: int, fits: Callable[[int], bool]) -> int:
 
 
 def fragment_envelopes(
-    stream_id: str,
+    segment_id: str,
     sequence: int,
     event_type: str,
     data_json: str,
@@ -68,7 +68,7 @@ def fragment_envelopes(
 
     def probe(groups: int) -> str:
         fragment = fragment_data_json(event_type, most, most, "A" * (4 * groups))
-        return encode_envelope(stream_id, sequence, FRAGMENT, fragment)
+        return encode_envelope(segment_id, sequence, FRAGMENT, fragment)
 
     capacity = room(probe(0))
     groups = largest(min(most, capacity // 4), lambda groups: room(probe(groups)) >= 0)
@@ -78,7 +78,7 @@ def fragment_envelopes(
     total = -(-len(data) // size)
     return [
         encode_envelope(
-            stream_id,
+            segment_id,
             sequence,
             FRAGMENT,
             fragment_data_json(event_type, index, total, encode_part(data[start : start + size])),

@@ -10,7 +10,7 @@ from typing import Any, TypedDict, cast
 
 import requests
 
-from relayline.channels.log import LogGoneError
+from relayline.channels.stream.log import LogGoneError
 
 #: answers that no later ask can change: the log cannot supply the events
 _FINAL = frozenset({400, 401, 403, 404, 410})
@@ -33,14 +33,14 @@ class EnvelopesOverHttp:
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
     timeout: float = 10.0
 
-    def __call__(self, stream_id: str, after: int) -> list[dict[str, Any]]:
-        url = f"{self.thread_url.rstrip('/')}/segments/{stream_id}/envelopes"
+    def __call__(self, segment_id: str, after: int) -> list[dict[str, Any]]:
+        url = f"{self.thread_url.rstrip('/')}/segments/{segment_id}/envelopes"
         response = requests.get(
             url, params={"after": str(after)}, headers=dict(self.headers), timeout=self.timeout
         )
         if response.status_code in _FINAL:
             raise LogGoneError(
-                f"The log cannot supply segment {stream_id} after {after}: "
+                f"The log cannot supply segment {segment_id} after {after}: "
                 f"{response.status_code} {response.text[:200]}"
             )
         response.raise_for_status()  # a 5xx: a failed ask, asked again later

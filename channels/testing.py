@@ -204,7 +204,7 @@ class MemoryChannel(AbstractChannel):
         Raises GapError when one went missing (a failed delivery)."""
         delivered: list[Envelope] = []
         now = 0.0
-        consumer = Consumer(delivered.append, stream_id=self.stream_id, clock=lambda: now)
+        consumer = Consumer(delivered.append, segment_id=self.segment_id, clock=lambda: now)
         for frame in self.frames():
             consumer.feed(frame)
         now += consumer.gap_timeout  # whatever is still missing will never come
@@ -233,4 +233,4 @@ class MemoryChannel(AbstractChannel):
         if len(parts) != fragment.total:
             return None
         data = join_parts([parts[index] for index in range(fragment.total)])
-        return Envelope(last.stream_id, last.sequence, fragment.event, data)
+        return Envelope(last.segment_id, last.sequence, fragment.event, data)

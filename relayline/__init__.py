@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     )
     from relayline.shared.persistence import Store
     from relayline.shared.settings import Settings
-    from relayline.shared.tools import FrontendTool, Tool, current_cancel, tool
+    from relayline.shared.stop_signal import StopSignal
+    from relayline.shared.tools import FrontendTool, Tool, current_stop_signal, tool
     from relayline.web import create_app
     from relayline.web.extension import Relayline
     from relayline.worker.registration import register
@@ -60,7 +61,8 @@ _HOMES: dict[str, str] = {
     "RunState": "relayline.shared.agent",
     "FrontendTool": "relayline.shared.tools",
     "Tool": "relayline.shared.tools",
-    "current_cancel": "relayline.shared.tools",
+    "StopSignal": "relayline.shared.stop_signal",
+    "current_stop_signal": "relayline.shared.tools",
     "tool": "relayline.shared.tools",
     # embedding in a Flask and a Celery application
     "Relayline": "relayline.web.extension",
@@ -123,6 +125,7 @@ __all__ = [
     "Settings",
     "StaleRunError",
     "StepLimitError",
+    "StopSignal",
     "Store",
     "StreamAdapterError",
     "StreamLostError",
@@ -132,7 +135,7 @@ __all__ = [
     "WorkflowError",
     "__version__",
     "create_app",
-    "current_cancel",
+    "current_stop_signal",
     "register",
     "tool",
 ]

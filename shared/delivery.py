@@ -1,8 +1,11 @@
 """The channel seam: where a segment's protocol events and lifecycle are pushed.
 
 The agent streams each segment to its pull consumer (the SSE response) and, when a
-channel factory is set (``Agent.set_channel``), to a *channel* too: Redis for the relay,
-Pusher or Mercure for browsers, or anything implementing the ``Channel`` protocol below.
+channel factory is set (``Agent.set_channel``), to a *channel* too: the segment's log in
+Redis for the relay (``LogOnlyChannel`` joined to a ``SegmentLog``: the web that took the
+request reads the log from its start, and so can any later resume), Pusher or Mercure
+for browsers (their channels write the same log), or anything implementing the
+``Channel`` protocol below.
 The core only knows this protocol, so ``shared`` never imports a transport.
 
 The contract
@@ -43,10 +46,10 @@ minimal channel implements the four methods directly::
 
     agent.set_channel(PrintChannel)
 
-Implementations in ``channels``: ``RedisChannel``, ``PusherChannel``, ``MercureChannel``,
-``CallbackChannel`` (deliveries to a function), ``NullChannel`` (drops everything), and
-for tests ``relayline.channels.testing.MemoryChannel`` (keeps its envelopes) and ``FakeChannel``
-(records the calls).
+Implementations in ``channels``: ``LogOnlyChannel`` (the relay), ``PusherChannel``,
+``MercureChannel``, ``CallbackChannel`` (deliveries to a function), ``NullChannel``
+(drops everything), and for tests ``relayline.channels.testing.MemoryChannel`` (keeps
+its envelopes) and ``FakeChannel`` (records the calls).
 """
 
 from __future__ import annotations

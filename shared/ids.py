@@ -20,14 +20,14 @@ RUN_ID_PATTERN: Final = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
 #: 1-64 characters, no control characters
 MESSAGE_ID_PATTERN: Final = r"[^\x00-\x1f]{1,64}"
 #: a segment's stream id (envelopes, logs): 32 lowercase hex digits
-STREAM_ID_PATTERN: Final = r"[a-f0-9]{32}"
+SEGMENT_ID_PATTERN: Final = r"[a-f0-9]{32}"
 
 # Anchored with \A and \Z: ``match`` then accepts no prefix and, unlike ``$``, no
 # trailing newline.
 THREAD_ID: Final = re.compile(rf"\A{THREAD_ID_PATTERN}\Z")
 RUN_ID: Final = re.compile(rf"\A{RUN_ID_PATTERN}\Z")
 MESSAGE_ID: Final = re.compile(rf"\A{MESSAGE_ID_PATTERN}\Z")
-STREAM_ID: Final = re.compile(rf"\A{STREAM_ID_PATTERN}\Z")
+SEGMENT_ID: Final = re.compile(rf"\A{SEGMENT_ID_PATTERN}\Z")
 
 
 def is_thread_id(value: object) -> TypeGuard[str]:
@@ -52,6 +52,6 @@ def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex}"
 
 
-def new_stream_id() -> str:
+def new_segment_id() -> str:
     """16 random bytes as 32 lowercase hex: names a segment, never a thread or a secret."""
     return secrets.token_hex(16)

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, Self, TypedDict, cast
 
-from relayline.shared.ids import STREAM_ID
+from relayline.shared.ids import SEGMENT_ID
 from relayline.shared.interrupts import Answers
 from relayline.shared.tools import FrontendTool, FrontendToolJSON
 
@@ -47,8 +47,10 @@ class TargetJSON(TypedDict):
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """Where a segment's output goes: ``relay`` to one request's Pub/Sub ``channel``,
-    ``pusher``/``mercure`` to the thread's push channel, ``none`` only to history."""
+    """Where a segment's output goes besides its log: ``relay`` to the request that
+    sent the job, which reads the segment's log (``channel`` is that request's relay id,
+    a label for the logs, not a Redis key), ``pusher``/``mercure`` to the thread's push
+    channel, ``none`` only to history."""
 
     kind: TargetKind
     channel: str | None = None
@@ -142,17 +144,17 @@ class Job:
     target: Target | None = None
     #: the segment this job's output is (its envelopes' stream id and log), named by
     #: the web when it enqueues; None for jobs nobody announced (timers, recoveries)
-    stream_id: str | None = None
+    segment_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOL_NAMES:
             raise JobError(f"Unknown protocol {self.protocol!r}; expected one of {PROTOCOL_NAMES}.")
-        if self.stream_id is not None and not STREAM_ID.match(self.stream_id):
-            raise JobError(f"Invalid stream id {self.stream_id!r}: 32 lowercase hex digits.")
+        if self.segment_id is not None and not SEGMENT_ID.match(self.segment_id):
+            raise JobError(f"Invalid stream id {self.segment_id!r}: 32 lowercase hex digits.")
 
-    def to(self, target: Target, stream_id: str | None = None) -> Self:
-        """This job, delivered to ``target`` as the segment ``stream_id``."""
-        return dataclasses.replace(self, target=target, stream_id=stream_id or self.stream_id)
+    def to(self, target: Target, segment_id: str | None = None) -> Self:
+        """This job, delivered to ``target`` as the segment ``segment_id``."""
+        return dataclasses.replace(self, target=target, segment_id=segment_id or self.segment_id)
 
     def _head(self) -> _JobJSON:
         head: _JobJSON = {
@@ -165,8 +167,8 @@ class Job:
         }
         if self.target is not None:
             head["target"] = self.target.to_json()
-        if self.stream_id is not None:
-            head["streamId"] = self.stream_id
+        if self.segment_id is not None:
+            head["streamId"] = self.segment_id
         return head
 
     @staticmethod
@@ -183,7 +185,9 @@ class Job:
             "protocol": data["protocol"],
             "seed": cast(ClientSeed, dict(data.get("seed") or {})),
             "target": Target.from_json(target) if isinstance(target, Mapping) else None,
-            "stream_id": stream_id if isinstance(stream_id := data.get("streamId"), str) else None,
+            "segment_id": segment_id
+            if isinstance(segment_id := data.get("streamId"), str)
+            else None,
         }
 
 

@@ -4,9 +4,9 @@
 the parameter descriptions from its Google-style docstring. ``FrontendTool`` is a
 declaration only: the browser runs it, and executing it here is an error.
 
-A long backend tool may opt in to stopping with its run: ``current_cancel()`` is the
-run's ``CancelToken`` while the tool executes (check ``is_set()``, ``wait(seconds)``
-instead of sleeping, or ``on_cancel`` to abort I/O). A tool that ignores it finishes,
+A long backend tool may opt in to stopping with its run: ``current_stop_signal()`` is the
+run's ``StopSignal`` while the tool executes (check ``is_set()``, ``wait(seconds)``
+instead of sleeping, or ``on_stop`` to abort I/O). A tool that ignores it finishes,
 and its result is kept.
 """
 
@@ -22,8 +22,8 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from relayline.shared.cancel import CancelToken
 from relayline.shared.errors import ToolError
+from relayline.shared.stop_signal import StopSignal
 
 JSONSchema = dict[str, Any]
 
@@ -124,21 +124,21 @@ class FrontendTool:
 AnyTool = Tool | FrontendTool
 
 
-_cancel: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar(
+_cancel: contextvars.ContextVar[StopSignal | None] = contextvars.ContextVar(
     "relayline_tool_cancel", default=None
 )
 
 
-def current_cancel() -> CancelToken:
+def current_stop_signal() -> StopSignal:
     """The stop signal of the run whose tool is executing now (a fresh, never-set token
     outside a run, so a tool can call this unconditionally)."""
     token = _cancel.get()
-    return token if token is not None else CancelToken()
+    return token if token is not None else StopSignal()
 
 
 @contextlib.contextmanager
-def cancel_scope(token: CancelToken) -> Iterator[None]:
-    """Make ``token`` what ``current_cancel()`` returns while a tool executes."""
+def stop_signal_scope(token: StopSignal) -> Iterator[None]:
+    """Make ``token`` what ``current_stop_signal()`` returns while a tool executes."""
     reset = _cancel.set(token)
     try:
         yield

@@ -18,8 +18,9 @@ from redis.client import Pipeline
 from redis.exceptions import RedisError
 from werkzeug.exceptions import TooManyRequests
 
-from relayline.channels.backlog import Refusal, admit, started
-from relayline.channels.log import ActiveSegment, active_key
+from relayline.channels.keys import active_key
+from relayline.channels.runs.backlog import Refusal, admit, started
+from relayline.channels.stream.log import ActiveSegment
 from relayline.web.services import Services
 
 logger = logging.getLogger("relayline.web")
@@ -37,7 +38,7 @@ class QueueFullError(TooManyRequests):
 
 
 def admit_turn(
-    svc: Services, stream_id: str, owner: str, then: Callable[[Pipeline], None] | None = None
+    svc: Services, segment_id: str, owner: str, then: Callable[[Pipeline], None] | None = None
 ) -> None:
     """Count the turn as queued, or refuse it with ``QueueFullError``; ``then`` queues
     what an admitted turn does next (channels.backlog.admit). A Redis outage
@@ -45,7 +46,7 @@ def admit_turn(
     settings = svc.settings
     refusal = admit(
         svc.redis,
-        stream_id,
+        segment_id,
         owner,
         limit=settings.max_queued_turns,
         owner_limit=settings.max_queued_turns_per_owner,
@@ -65,12 +66,12 @@ def admit_turn(
         )
 
 
-def withdraw(svc: Services, stream_id: str, owner: str) -> None:
+def withdraw(svc: Services, segment_id: str, owner: str) -> None:
     """Uncount a turn whose send failed."""
     try:
-        started(svc.redis, stream_id, owner)
+        started(svc.redis, segment_id, owner)
     except RedisError as exc:  # trimmed by age later
-        logger.warning("could not uncount the unsent turn %s: %s", stream_id, exc)
+        logger.warning("could not uncount the unsent turn %s: %s", segment_id, exc)
 
 
 def retract(svc: Services, thread_id: str, segment: ActiveSegment) -> None:

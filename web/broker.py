@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import Celery
 from kombu.transport import redis as kombu_redis
 
-from relayline.shared.redis_channel import ReusingChannel
+from relayline.process.redis_channel import ReusingChannel
 
 
 class ReusingTransport(kombu_redis.Transport):

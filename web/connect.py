@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from flask import Blueprint, Response, current_app, request
 
 from relayline.channels.envelope import Envelope
-from relayline.channels.log import active_segment, entries
+from relayline.channels.stream.log import active_segment, entries
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.jobs import DEFAULT_AGENT
 from relayline.shared.protocols import protocol
@@ -61,7 +61,7 @@ def connect(agent_id: str) -> Response:
     stored = agui_thread_payload(
         svc.store, thread_id, SNAPSHOT_LIMIT, redact=redactions(spec.tools)
     )
-    backlog = [Envelope.parse(e) for e in entries(svc.redis, live.stream_id)] if live else []
+    backlog = [Envelope.parse(e) for e in entries(svc.redis, live.segment_id)] if live else []
     named = _message_ids([e.to_event() for e in backlog])
     messages = [m for m in stored["messages"] if m.get("id") not in named]
     snapshot = _snapshot_run(thread_id, messages, stored["interrupts"] if live is None else [])
@@ -70,7 +70,7 @@ def connect(agent_id: str) -> Response:
     if live is not None:
         frames = log_frames(
             svc.logs,
-            live.stream_id,
+            live.segment_id,
             "agui",
             thread_id,
             {},

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from relayline.channels import TERMINALS
-from relayline.channels.splice import Spliced
+from relayline.channels.stream.splice import Spliced
 from relayline.shared import green, metrics
 from relayline.shared.settings import Settings
 
@@ -49,7 +49,7 @@ def frames_of(batch: Sequence[Spliced], ids: bool) -> list[str]:
 
 class DirectSink:
     """The socket of one relayed response, written by the log reader (the
-    ``relayline.channels.multiplex.Sink`` of a subscription)."""
+    ``relayline.channels.stream.reader.Sink`` of a subscription)."""
 
     def __init__(
         self,

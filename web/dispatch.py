@@ -23,11 +23,11 @@ from relayline.channels import (
     LogLimits,
     SegmentReplacedError,
 )
-from relayline.channels.log import queue_announce
 from relayline.channels.mercure import thread_topic
-from relayline.channels.multiplex import LogMultiplexer
 from relayline.channels.pusher import thread_channel
-from relayline.channels.turns import QueuedTurn, queue_turn
+from relayline.channels.runs.queued_turns import QueuedTurn, queue_turn
+from relayline.channels.stream.log import queue_announce
+from relayline.channels.stream.reader import LogMultiplexer
 from relayline.shared import metrics
 from relayline.shared.errors import (
     DeliveryError,
@@ -37,7 +37,7 @@ from relayline.shared.errors import (
     WorkflowError,
 )
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.jobs import (
     CONTINUE_RUN,
     RUN_TURN,
@@ -120,7 +120,7 @@ class Sent:
     """A job on its way: its segment's stream id, and its place in the thread's queue
     (None: sent at once)."""
 
-    stream_id: str
+    segment_id: str
     queued: int | None = None
 
 
@@ -131,8 +131,8 @@ def _send(job: TurnJob | ContinueJob) -> Sent:
     """Enqueue ``job`` as a new segment, announced as the thread's active one first (so
     a reload finds it from now on)."""
     svc = services()
-    stream_id = new_stream_id()
-    segment = ActiveSegment(job.protocol, stream_id)
+    segment_id = new_segment_id()
+    segment = ActiveSegment(job.protocol, segment_id)
     limits = LogLimits.from_settings(svc.settings)
 
     def announced(pipe: Pipeline) -> None:
@@ -141,8 +141,8 @@ def _send(job: TurnJob | ContinueJob) -> Sent:
     try:
         # 429 before anything is announced or sent; an admitted turn is announced in
         # the same round trip when no limit is set.
-        admit_turn(svc, stream_id, job.owner, then=announced)
-        job = dataclasses.replace(job, stream_id=stream_id)
+        admit_turn(svc, segment_id, job.owner, then=announced)
+        job = dataclasses.replace(job, segment_id=segment_id)
         task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
         send_by_name(svc, task, job.to_json())
     except QueueFullError:
@@ -150,10 +150,10 @@ def _send(job: TurnJob | ContinueJob) -> Sent:
     except BaseException:
         # Not sent (Redis or the broker is down: a 503): leave no count and no
         # announced segment.
-        withdraw(svc, stream_id, job.owner)
+        withdraw(svc, segment_id, job.owner)
         retract(svc, job.thread_id, segment)
         raise
-    return Sent(stream_id)
+    return Sent(segment_id)
 
 
 def _queue(job: TurnJob | ContinueJob) -> Sent:
@@ -161,17 +161,17 @@ def _queue(job: TurnJob | ContinueJob) -> Sent:
     in the meantime (its ender found the queue still empty)."""
     assert isinstance(job, TurnJob)  # only new turns wait their turn
     svc = services()
-    stream_id = new_stream_id()
-    ready = dataclasses.replace(job, stream_id=stream_id).to_json()
+    segment_id = new_segment_id()
+    ready = dataclasses.replace(job, segment_id=segment_id).to_json()
     turn: QueuedTurn = {
         "task": RUN_TURN,
         "job": ready,
         "protocol": job.protocol,
-        "streamId": stream_id,
+        "streamId": segment_id,
     }
     position = queue_turn(svc.redis, job.thread_id, turn, svc.settings.stream_max_age)
     release_if_idle(svc, job.thread_id)
-    return Sent(stream_id, position)
+    return Sent(segment_id, position)
 
 
 def _pusher_where(thread_id: str) -> dict[str, str]:
@@ -215,10 +215,10 @@ def push(job: TurnJob | ContinueJob, delivery: PushKind, send: Sender = _send) -
         "delivery": delivery,
         **where,
         "runId": job.run_id,
-        "streamId": sent.stream_id,
+        "streamId": sent.segment_id,
         # where a consumer fills a gap in what it was pushed (web.segments)
         "envelopesUrl": url_for(
-            "relayline.segments.envelopes", thread_id=job.thread_id, stream_id=sent.stream_id
+            "relayline.segments.envelopes", thread_id=job.thread_id, segment_id=sent.segment_id
         ),
     }
     if sent.queued is not None:
@@ -238,19 +238,19 @@ def relay(
     # The worker writes the segment's log only; the relay reads that log from its start
     # (it is durable: nothing to subscribe to before the job leaves). The relay id stays
     # in the job's target for the logs; nothing publishes on it.
-    sent = send(job.to(Target("relay", f"relayline:relay:{uuid.uuid4().hex}")))
+    sent = send(job.to(Target("relay", f"relay-{uuid.uuid4().hex}")))
     heartbeat = float(current_app.config.get("RELAYLINE_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS))
     dropped = _stopper(svc, job.thread_id, job.run_id) if on_disconnect == "cancel" else None
     preface = []
     # The segment's id: what a Vercel client sends as `activeStreamId` to stop it.
-    headers = {**protocol(job.protocol).headers, **SSE_HEADERS, STREAM_ID_HEADER: sent.stream_id}
+    headers = {**protocol(job.protocol).headers, **SSE_HEADERS, STREAM_ID_HEADER: sent.segment_id}
     if sent.queued is not None:
         headers["X-Relayline-Queued"] = str(sent.queued)
         if job.protocol == "native":  # the only vocabulary with room for it
             preface.append(encode_event(ProtocolEvent("queued", {"position": sent.queued})))
     body = _relayed(
         svc.logs,
-        sent.stream_id,
+        sent.segment_id,
         job.protocol,
         job.thread_id,
         job.seed,
@@ -266,7 +266,7 @@ def relay(
 
 def _relayed(
     logs: LogMultiplexer,
-    stream_id: str,
+    segment_id: str,
     protocol: ProtocolName,
     thread_id: str,
     seed: ClientSeed,
@@ -278,7 +278,7 @@ def _relayed(
     began: float | None = None,
     direct: DirectSocket | None = None,
 ) -> Iterator[str]:
-    """The SSE body: the segment ``stream_id`` from its start to its terminal. A client
+    """The SSE body: the segment ``segment_id`` from its start to its terminal. A client
     that goes away closes this generator, which drops only its read of the log (the run
     goes on in the worker and its result lands in history), unless ``on_dropped`` is
     given: then it is called, to stop the run. ``direct``: the response's socket, which
@@ -298,7 +298,7 @@ def _relayed(
         # The native cursor (`id:`) is what EventSource resends as Last-Event-ID.
         yield from log_frames(
             logs,
-            stream_id,
+            segment_id,
             protocol,
             thread_id,
             seed,
@@ -320,7 +320,7 @@ def _relayed(
 
 def log_frames(
     logs: LogMultiplexer,
-    stream_id: str,
+    segment_id: str,
     protocol: ProtocolName,
     thread_id: str,
     seed: ClientSeed,
@@ -346,7 +346,7 @@ def log_frames(
     sink = direct.sink(ids=ids, on_frames=on_frames) if direct is not None else None
     try:
         # Subscribed here, not by the caller: a body never iterated holds no read.
-        subscription = logs.subscribe(stream_id, after=after, thread_id=thread_id)
+        subscription = logs.subscribe(segment_id, after=after, thread_id=thread_id)
         for batch in subscription.batches(wait=heartbeat, timeout=timeout, sink=sink):
             if batch is None:
                 yield SSE_HEARTBEAT

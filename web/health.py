@@ -8,7 +8,7 @@ import contextlib
 import sqlalchemy as sa
 from flask import Blueprint, Response, jsonify
 
-from relayline.channels.backlog import depth
+from relayline.channels.runs.backlog import depth
 from relayline.web.services import services
 
 bp = Blueprint("health", __name__)

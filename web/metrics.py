@@ -14,7 +14,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from redis.exceptions import RedisError
 from werkzeug.exceptions import NotFound
 
-from relayline.channels.backlog import depth
+from relayline.channels.runs.backlog import depth
 from relayline.shared import metrics as relayline_metrics
 from relayline.web.services import Services, services
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, Gone
 
-from relayline.channels.log import LogGoneError
+from relayline.channels.stream.log import LogGoneError
 from relayline.shared.agent import Agent, Continuation
 from relayline.shared.errors import InputTranslationError
 from relayline.shared.ids import new_id, new_run_id

@@ -17,7 +17,7 @@ from typing import Literal
 
 from redis.exceptions import RedisError
 
-from relayline.channels.liveness import without_heartbeat
+from relayline.channels.runs.heartbeats import without_heartbeat
 from relayline.shared.persistence import RunRecord
 from relayline.shared.records import RunStatus
 from relayline.web.services import Services

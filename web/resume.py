@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from flask import Response, current_app, request
 
 from relayline.channels import active_segment
-from relayline.channels.log import LogGoneError, LogReader, latest_segment
+from relayline.channels.stream.log import LogGoneError, LogReader, latest_segment
 from relayline.shared.jobs import ProtocolName
 from relayline.shared.protocols import protocol
 from relayline.shared.sse import HEARTBEAT as SSE_HEARTBEAT
@@ -34,7 +34,7 @@ def active_reader(
             raise LogGoneError(f"Nothing of thread {thread_id!r} is kept after {after}.")
     if segment is None or segment.protocol != protocol_name:
         return None  # nothing running that this client could read
-    reader = LogReader(svc.redis, segment.stream_id, after=after, thread_id=thread_id)
+    reader = LogReader(svc.redis, segment.segment_id, after=after, thread_id=thread_id)
     reader.check()
     if reader.finished_at_cursor():
         return None
@@ -51,7 +51,7 @@ def resumed_response(
     svc = services()
     frames = log_frames(
         svc.logs,
-        reader.stream_id,
+        reader.segment_id,
         protocol_name,
         thread_id,
         {},
@@ -62,7 +62,7 @@ def resumed_response(
         direct=direct_socket(request.environ, svc.settings),
     )
     headers = {**protocol(protocol_name).headers, **SSE_HEADERS}
-    return Response(_opened(frames), headers={**headers, STREAM_ID_HEADER: reader.stream_id})
+    return Response(_opened(frames), headers={**headers, STREAM_ID_HEADER: reader.segment_id})
 
 
 def _opened(frames: Iterator[str]) -> Iterator[str]:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
 from relayline.shared.errors import InputTranslationError
-from relayline.shared.ids import STREAM_ID_PATTERN, THREAD_ID_PATTERN
+from relayline.shared.ids import SEGMENT_ID_PATTERN, THREAD_ID_PATTERN
 from relayline.web.bounds import MAX_ID_CHARS, json_body
 
 #: Pusher's socket id format; ASCII digits only (``\d`` would take other scripts' digits)
@@ -229,7 +229,7 @@ class PushAccepted(Reply):
     threadId: str
     delivery: Literal["pusher", "mercure"]
     runId: str
-    streamId: str = Field(pattern=f"^{STREAM_ID_PATTERN}$")
+    streamId: str = Field(pattern=f"^{SEGMENT_ID_PATTERN}$")
     queued: int | None = None
 
 
@@ -454,7 +454,7 @@ OPERATIONS: dict[str, Operation] = {
             **READ,
         },
         params=(Param("after", "query", {"type": "integer", "minimum": -1}, "a sequence number"),),
-        path={"stream_id": {"type": "string", "pattern": f"^{STREAM_ID_PATTERN}$"}},
+        path={"segment_id": {"type": "string", "pattern": f"^{SEGMENT_ID_PATTERN}$"}},
     ),
     "stop.cancel_native": Operation(
         "stop a thread's run", {200: Answer("the outcome", CancelReply), **WRITE}

@@ -16,8 +16,13 @@ from typing import Any, TypedDict
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import BadRequest, Gone, NotFound
 
-from relayline.channels.log import LogGoneError, active_segment, is_thread_segment, kept_after
-from relayline.shared.ids import STREAM_ID
+from relayline.channels.stream.log import (
+    LogGoneError,
+    active_segment,
+    is_thread_segment,
+    kept_after,
+)
+from relayline.shared.ids import SEGMENT_ID
 from relayline.web.auth import current_user, thread_for
 from relayline.web.services import services
 
@@ -33,27 +38,27 @@ class EnvelopesAnswer(TypedDict):
     ended: bool
 
 
-@bp.get("/api/threads/<thread_id>/segments/<stream_id>/envelopes")
-def envelopes(thread_id: str, stream_id: str) -> Response:
+@bp.get("/api/threads/<thread_id>/segments/<segment_id>/envelopes")
+def envelopes(thread_id: str, segment_id: str) -> Response:
     user = current_user()
-    if not STREAM_ID.fullmatch(stream_id):
+    if not SEGMENT_ID.fullmatch(segment_id):
         raise BadRequest("The stream id must be 32 lowercase hexadecimal characters.")
     after = _after()
     thread_for(thread_id, user, must_exist=True)
     redis = services().redis
     # The thread's segments only: a stream id of another thread is as unknown as a
     # missing one, whoever owns it.
-    if not is_thread_segment(redis, thread_id, stream_id):
-        raise NotFound(f"Segment {stream_id} of thread '{thread_id}' was not found.")
+    if not is_thread_segment(redis, thread_id, segment_id):
+        raise NotFound(f"Segment {segment_id} of thread '{thread_id}' was not found.")
     try:
-        kept = kept_after(redis, stream_id, after, MAX_ENVELOPES)
+        kept = kept_after(redis, segment_id, after, MAX_ENVELOPES)
     except LogGoneError as exc:
         raise Gone(exc.message) from exc
     running = active_segment(redis, thread_id)
-    live = running is not None and running.stream_id == stream_id
+    live = running is not None and running.segment_id == segment_id
     if not (kept.envelopes or kept.ended or live):
         # Nothing kept, no end, and not running: the log expired (or was never written).
-        raise Gone(f"Segment {stream_id} is no longer kept.")
+        raise Gone(f"Segment {segment_id} is no longer kept.")
     answer: EnvelopesAnswer = {
         "envelopes": [json.loads(text) for text in kept.envelopes],
         "ended": kept.ended,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from celery.result import AsyncResult
 
-from relayline.channels.log import LogLimits
-from relayline.channels.turns import release_when_idle
+from relayline.channels.runs.queued_turns import release_when_idle
+from relayline.channels.stream.log import LogLimits
 from relayline.shared.jobs import ContinueJobJSON, TurnJobJSON, shown_kwargs
 from relayline.shared.records import ACTIVE_STATUSES
 from relayline.web.services import Services

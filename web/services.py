@@ -10,8 +10,8 @@ import redis
 from celery import Celery
 from flask import Flask, current_app
 
-from relayline.channels.multiplex import LogMultiplexer
-from relayline.shared import redis_version
+from relayline.channels.stream.reader import LogMultiplexer
+from relayline.process import redis_version
 from relayline.shared.auth import IdentityTokens
 from relayline.shared.persistence import Store
 from relayline.shared.registry import AgentRegistry

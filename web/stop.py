@@ -24,8 +24,8 @@ from flask import Blueprint, Response, jsonify, request
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
-from relayline.channels.log import active_segment
-from relayline.channels.stops import announce_stop, stop_before_start
+from relayline.channels.runs.stops import announce_stop, stop_before_start
+from relayline.channels.stream.log import active_segment
 from relayline.shared.agent.stop import StopOutcome, stop_thread, wait_stopped
 from relayline.shared.jobs import DEFAULT_AGENT
 from relayline.web.auth import current_user, thread_for
@@ -76,7 +76,7 @@ def _stop_unstarted(svc: Services, thread_id: str, outcome: StopOutcome) -> Stop
         segment = active_segment(svc.redis, thread_id)
         if segment is None:
             return outcome
-        stop_before_start(svc.redis, segment.stream_id, svc.settings.stream_max_age)
+        stop_before_start(svc.redis, segment.segment_id, svc.settings.stream_max_age)
     except RedisError as exc:
         logger.warning("could not stop the waiting turn of thread %s: %s", thread_id, exc)
         return outcome
@@ -121,16 +121,16 @@ def cancel_native(thread_id: str) -> Response:
 def stop_chat(thread_id: str) -> Response:
     thread_for(thread_id, current_user(), must_exist=True)
     body = parse_body(ChatStopBody) if request.get_data() else ChatStopBody()
-    stream_id = body.activeStreamId
+    segment_id = body.activeStreamId
     svc = services()
-    if stream_id is not None and not _is_active(svc, thread_id, stream_id):
+    if segment_id is not None and not _is_active(svc, thread_id, segment_id):
         return jsonify({"success": True, "stopped": False})
     return jsonify({"success": True, "stopped": stop(svc, thread_id).stopped})
 
 
-def _is_active(svc: Services, thread_id: str, stream_id: str) -> bool:
+def _is_active(svc: Services, thread_id: str, segment_id: str) -> bool:
     active = active_segment(svc.redis, thread_id)
-    return active is not None and active.stream_id == stream_id
+    return active is not None and active.segment_id == segment_id
 
 
 @bp.post("/agui/stop/<thread_id>")

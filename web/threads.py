@@ -15,8 +15,8 @@ from flask import Blueprint, Response, jsonify, request
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
-from relayline.channels.log import forget_thread
-from relayline.channels.turns import drop_queue
+from relayline.channels.runs.queued_turns import drop_queue
+from relayline.channels.stream.log import forget_thread
 from relayline.shared.persistence.store import ThreadSummary
 from relayline.web.auth import current_user, thread_for
 from relayline.web.recovering import shown_statuses

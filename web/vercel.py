@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from relayline.channels.log import LogGoneError
+from relayline.channels.stream.log import LogGoneError
 from relayline.shared.agent import Agent
 from relayline.shared.errors import InputTranslationError
 from relayline.shared.ids import new_id, new_run_id

@@ -1,6 +1,6 @@
 """The WSGI entry point: ``gunicorn -k gevent web.wsgi:app`` (what ``relayline web`` runs)."""
 
-from relayline.shared import collector
+from relayline.process import collector
 from relayline.web import create_app
 
 app = create_app()

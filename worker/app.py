@@ -15,7 +15,8 @@ import prometheus_client
 from celery import Celery
 from celery.signals import worker_init, worker_process_init, worker_ready
 
-from relayline.shared import collector, green, redis_version, telemetry
+from relayline.process import collector, redis_version
+from relayline.shared import green, telemetry
 from relayline.shared.settings import Settings
 
 if TYPE_CHECKING:

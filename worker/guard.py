@@ -22,11 +22,11 @@ from celery.worker.consumer import Consumer
 from celery.worker.request import Request
 from celery.worker.state import task_ready
 
+from relayline.channels.keys import DEAD_LETTER
 from relayline.shared.jsonutil import depth, dumps
 
 logger = logging.getLogger("relayline.worker")
 
-DEAD_LETTER = "relayline:dead-letter"
 #: entries kept (the oldest go first), and the body characters kept per entry
 DEAD_LETTER_KEEP = 1000
 BODY_KEEP = 2048

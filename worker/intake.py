@@ -30,7 +30,7 @@ from kombu.transport import virtual
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
-from relayline.shared.redis_channel import ReusingChannel
+from relayline.process.redis_channel import ReusingChannel
 
 #: messages one script call takes beyond the one BRPOP delivered
 BATCH = 64

@@ -1,7 +1,7 @@
 """Liveness of runs, so that a worker lost mid-run (SIGKILL, OOM, a lost node) never
 locks its thread for the broker's visibility timeout.
 
-A task executing a run keeps a short heartbeat in Redis (``Heartbeat``: set before the
+A task executing a run keeps a short heartbeat in Redis (``RunHeartbeat``: set before the
 run is admitted, renewed every ``heartbeat_interval`` seconds, living ``heartbeat_ttl``
 seconds unrenewed) and records the job it executes. Every worker's main process runs a
 ``Sweeper`` thread; under a Redis lock held for one interval, one of them per interval
@@ -40,17 +40,16 @@ from typing import cast
 
 import redis
 
-from relayline.channels.liveness import heartbeat_key
+from relayline.channels.keys import SWEEP_LOCK, heartbeat_key, job_key, recovery_key
 from relayline.shared.jobs import AnyJob, Job, JobError, RecoverJob, Target
 from relayline.shared.jsonutil import dumps
 from relayline.shared.persistence import RunRecord, Store
 
 logger = logging.getLogger("relayline.liveness")
 
-SWEEP_LOCK = "relayline:sweeper"
 
 __all__ = [
-    "Heartbeat",
+    "RunHeartbeat",
     "Sweeper",
     "beat_alive",
     "heartbeat_key",
@@ -60,15 +59,7 @@ __all__ = [
 ]
 
 
-def job_key(run_id: str) -> str:
-    return f"relayline:{{run:{run_id}}}:job"
-
-
-def recovery_key(run_id: str, attempt: int) -> str:
-    return f"relayline:{{run:{run_id}}}:recovery:{attempt}"
-
-
-class Heartbeat:
+class RunHeartbeat:
     """While open, ``job``'s run has a heartbeat that the process's renewer thread
     renews; the job is recorded for ``keep_job`` seconds so that a recovery delivers
     where it did."""
@@ -95,7 +86,7 @@ class Heartbeat:
         #: renews or drops the holder's beat
         self.stamp = f"{holder()}:{uuid.uuid4().hex[:16]}"
 
-    def __enter__(self) -> Heartbeat:
+    def __enter__(self) -> RunHeartbeat:
         _opened(self.stamp)
         try:
             recorded = dumps(self.job.to_json())
@@ -150,19 +141,19 @@ class _Renewer:
     thread started and joined per turn was a fixed cost of every turn."""
 
     def __init__(self) -> None:
-        self._due: dict[Heartbeat, float] = {}  # heartbeat -> monotonic time of its renewal
+        self._due: dict[RunHeartbeat, float] = {}  # heartbeat -> monotonic time of its renewal
         self._wake = threading.Condition()
-        self._renewing: set[Heartbeat] = set()
+        self._renewing: set[RunHeartbeat] = set()
         self._thread = threading.Thread(target=self._run, name="relayline-heartbeat")
         self._thread.daemon = True  # a lost process takes its heartbeats with it
         self._thread.start()
 
-    def add(self, beat: Heartbeat) -> None:
+    def add(self, beat: RunHeartbeat) -> None:
         with self._wake:
             self._due[beat] = time.monotonic() + beat.interval
             self._wake.notify_all()
 
-    def remove(self, beat: Heartbeat) -> None:
+    def remove(self, beat: RunHeartbeat) -> None:
         # Waits for a renewal of it in flight: none may land after the release.
         with self._wake:
             self._due.pop(beat, None)

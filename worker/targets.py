@@ -18,9 +18,10 @@ from relayline.channels import (
     PusherChannel,
     SegmentLog,
 )
-from relayline.channels.log import LogBatching, log_key
+from relayline.channels.keys import log_key
+from relayline.channels.stream.log import LogBatching
 from relayline.shared.delivery import Channel
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.jobs import Job, Target, TargetKind
 from relayline.shared.settings import Settings
 from relayline.worker.resources import Resources
@@ -65,25 +66,25 @@ def with_segment(job: J, client: redis.Redis, *, logged: bool | None = None) -> 
     0, and readers of the old one learn it was replaced instead of reading a torn log.
     ``logged``: whether the announced segment's log exists, when the caller read it
     already (in its own round trip); else it is read here."""
-    if job.stream_id is not None:
+    if job.segment_id is not None:
         if logged is None:
-            logged = bool(client.exists(log_key(job.stream_id)))
+            logged = bool(client.exists(log_key(job.segment_id)))
         if not logged:
             return job
-    return dataclasses.replace(job, stream_id=new_stream_id())
+    return dataclasses.replace(job, segment_id=new_segment_id())
 
 
 def channel_factory(
-    target: Target, thread_id: str, res: Resources, stream_id: str, protocol: str = "native"
+    target: Target, thread_id: str, res: Resources, segment_id: str, protocol: str = "native"
 ) -> Callable[[], Channel]:
-    """Fresh channels for ``target`` that serve the segment ``stream_id`` (events in
+    """Fresh channels for ``target`` that serve the segment ``segment_id`` (events in
     ``protocol``) and write its log (every delivery does, Pusher and Mercure as well as
     the relay)."""
     limits = LogLimits.from_settings(res.settings)
     batching = LogBatching.from_settings(res.settings)
-    log = SegmentLog(res.redis, stream_id, thread_id, limits, protocol, batching=batching)
+    log = SegmentLog(res.redis, segment_id, thread_id, limits, protocol, batching=batching)
     build = CHANNELS[target.kind](target, thread_id, res)
-    return lambda: build().into_segment(stream_id, log)
+    return lambda: build().into_segment(segment_id, log)
 
 
 def push_target(settings: Settings) -> Target:

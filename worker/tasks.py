@@ -24,16 +24,15 @@ import redis
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
-from relayline.channels.backlog import uncount
-from relayline.channels.liveness import heartbeat_key
-from relayline.channels.log import LogLimits, log_key
-from relayline.channels.stops import pending_stop_key, process_watcher
-from relayline.channels.turns import release_when_idle
+from relayline.channels.keys import heartbeat_key, log_key, pending_stop_key
+from relayline.channels.runs.backlog import uncount
+from relayline.channels.runs.queued_turns import release_when_idle
+from relayline.channels.runs.stops import process_watcher
+from relayline.channels.stream.log import LogLimits
 from relayline.shared.agent import Agent, Continuation
 from relayline.shared.agent.agent import Segment
 from relayline.shared.agent.segment import drain
 from relayline.shared.agent.spec import AgentSpec, RunState
-from relayline.shared.cancel import CancelToken
 from relayline.shared.errors import (
     RelaylineError,
     RunElsewhereError,
@@ -65,10 +64,11 @@ from relayline.shared.messages import Message
 from relayline.shared.protocols import adapter_factory, failure_frames
 from relayline.shared.protocols.agui.seed import agui_seed
 from relayline.shared.records import ACTIVE_STATUSES
+from relayline.shared.stop_signal import StopSignal
 from relayline.shared.tools import redactions
 from relayline.worker import runlog
 from relayline.worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
-from relayline.worker.liveness import Heartbeat, Sweeper, beat_alive, holder_alive
+from relayline.worker.liveness import RunHeartbeat, Sweeper, beat_alive, holder_alive
 from relayline.worker.registration import relayline_task
 from relayline.worker.resources import Resources, resources
 from relayline.worker.targets import channel_factory, push_target, with_segment
@@ -83,7 +83,7 @@ def _agent(
     task: AnyTask,
     res: Resources,
     job: AnyJob,
-    cancel: CancelToken | None = None,
+    stop_signal: StopSignal | None = None,
     watched: bool = False,
 ) -> Agent:
     spec = res.registry.spec(job.agent_id)
@@ -94,7 +94,7 @@ def _agent(
         owner=job.owner,
         lease_seconds=LEASE_SECONDS,
         executor=task.request.id,
-        cancel=cancel,
+        stop_signal=stop_signal,
         stops_watched=watched,
     )
     agent.set_stream_adapter(adapter_factory(job.protocol, job.thread_id, _seed(job, res, spec)))
@@ -117,8 +117,8 @@ def _target(job: AnyJob) -> Target:
 
 
 def _stream(job: AnyJob) -> str:
-    assert job.stream_id is not None  # every task names its segment first (with_segment)
-    return job.stream_id
+    assert job.segment_id is not None  # every task names its segment first (with_segment)
+    return job.segment_id
 
 
 def _publish_failure(res: Resources, job: AnyJob, error: BaseException) -> None:
@@ -142,9 +142,9 @@ def _publish_failure(res: Resources, job: AnyJob, error: BaseException) -> None:
 ELSEWHERE = RunElsewhereError("The run continues in another request; resume its stream.")
 
 
-def _heartbeat(res: Resources, job: AnyJob, *, take: bool = True) -> Heartbeat:
+def _heartbeat(res: Resources, job: AnyJob, *, take: bool = True) -> RunHeartbeat:
     """The run's heartbeat while this task executes it (worker.liveness)."""
-    return Heartbeat(
+    return RunHeartbeat(
         res.redis,
         job,
         ttl=res.settings.heartbeat_ttl,
@@ -193,7 +193,7 @@ def _before_start(res: Resources, job: AnyJob) -> _Start:
     """In one round trip (each was one, a fixed cost of every turn): uncount the turn,
     which no longer waits in the broker (channels.backlog), and read what ``_Start``
     holds."""
-    stream = job.stream_id  # None: a recovery, never counted nor stopped before start
+    stream = job.segment_id  # None: a recovery, never counted nor stopped before start
     pipe = res.redis.pipeline(transaction=False)
     pipe.get(heartbeat_key(job.run_id))
     if stream is not None:
@@ -249,11 +249,11 @@ def _goes_on(res: Resources, job: AnyJob, error: BaseException) -> bool:
 
 
 @contextlib.contextmanager
-def _stop_watch(res: Resources, run_id: str, stopped: bool) -> Iterator[tuple[CancelToken, bool]]:
+def _stop_watch(res: Resources, run_id: str, stopped: bool) -> Iterator[tuple[StopSignal, bool]]:
     """The run's stop signal, set by this process's watcher when a stop is announced
     (``stopped``: a stop came before the task started: set from the start), and whether
     the watcher watches it."""
-    token = CancelToken()
+    token = StopSignal()
     if stopped:
         token.set()
     try:
@@ -275,8 +275,8 @@ def _execute_beating(
     build: Callable[[Agent, Resources], Segment | None],
     stopped: bool = False,
 ) -> str:
-    with _stop_watch(res, job.run_id, stopped) as (cancel, watched):
-        return _execute_watched(task, res, job, build, cancel, watched)
+    with _stop_watch(res, job.run_id, stopped) as (stop_signal, watched):
+        return _execute_watched(task, res, job, build, stop_signal, watched)
 
 
 def _execute_watched(
@@ -284,11 +284,11 @@ def _execute_watched(
     res: Resources,
     job: AnyJob,
     build: Callable[[Agent, Resources], Segment | None],
-    cancel: CancelToken,
+    stop_signal: StopSignal,
     watched: bool = False,
 ) -> str:
     try:
-        agent = _agent(task, res, job, cancel, watched)
+        agent = _agent(task, res, job, stop_signal, watched)
         segment = build(agent, res)
         if segment is None:
             return "nothing to do"

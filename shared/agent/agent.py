@@ -20,7 +20,6 @@ from relayline.shared.agent.segment import (
 )
 from relayline.shared.agent.spec import AgentSpec, RunState
 from relayline.shared.batch import request_from_record
-from relayline.shared.cancel import CancelToken
 from relayline.shared.errors import (
     ExpiredError,
     InputTranslationError,
@@ -43,6 +42,7 @@ from relayline.shared.messages import Message
 from relayline.shared.persistence.store import RunRecord, Store
 from relayline.shared.protocols.translator import InputTranslator
 from relayline.shared.records import Accepted, Checkpoint
+from relayline.shared.stop_signal import StopSignal
 from relayline.shared.texts import EMPTY_TURN, NO_MATCH
 from relayline.shared.tools import FrontendTool, FrontendToolJSON
 
@@ -61,7 +61,7 @@ class Agent:
         owner: str = ANONYMOUS,
         lease_seconds: float = 600.0,
         executor: str | None = None,
-        cancel: CancelToken | None = None,
+        stop_signal: StopSignal | None = None,
         stops_watched: bool = False,
     ) -> None:
         if not is_thread_id(thread_id):
@@ -75,8 +75,8 @@ class Agent:
         #: its own lost run at once instead of waiting for the lease to expire
         self.executor = executor
         #: the stop signal its runs watch (the worker sets it when a stop arrives)
-        self.cancel = cancel if cancel is not None else CancelToken()
-        #: a watcher sets ``cancel`` when a stop is announced (the worker's): a run this
+        self.stop_signal = stop_signal if stop_signal is not None else StopSignal()
+        #: a watcher sets ``stop_signal`` when a stop is announced (the worker's): a run this
         #: Agent just admitted need not read its stop back before the first model call
         self.stops_watched = stops_watched
         self._adapter_factory: AdapterFactory | None = None
@@ -139,7 +139,7 @@ class Agent:
                 self.store,
                 record,
                 self.lease_seconds,
-                self.cancel,
+                self.stop_signal,
                 history=history,
                 admitted=self.stops_watched,
             )
@@ -203,7 +203,7 @@ class Agent:
         return datetime.now(UTC) + timedelta(seconds=self.lease_seconds)
 
     def _loop(self, record: RunRecord) -> RunLoop:
-        return RunLoop(self.spec, self.store, record, self.lease_seconds, self.cancel)
+        return RunLoop(self.spec, self.store, record, self.lease_seconds, self.stop_signal)
 
     def _segment(self, admit: Callable[[], tuple[RunLoop, bool]]) -> Segment:
         return run_segment(

@@ -8,11 +8,11 @@ runs, the call is marked started (a fenced write, so an executor that lost the r
 never starts a tool); a recovery that finds a started call without a result re-runs it
 only if the tool is declared idempotent, else settles it with ``INTERRUPTED_ERROR``.
 
-A stop (``Store.request_stop``; the worker sets the loop's ``CancelToken`` when it
+A stop (``Store.request_stop``; the worker sets the loop's ``StopSignal`` when it
 hears of one) is noticed at the next model delta, before each model call and between
 tools: the loop closes the model stream, keeps the partial answer marked ``stopped``,
 settles every open call as stopped and writes the run ``cancelled`` in one write.
-A backend tool already running finishes first, unless it watches ``current_cancel()``.
+A backend tool already running finishes first, unless it watches ``current_stop_signal()``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from opentelemetry.trace import StatusCode
 from relayline.shared import batch as batches
 from relayline.shared import metrics
 from relayline.shared.agent.spec import AgentSpec
-from relayline.shared.cancel import CancelToken
 from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
@@ -69,9 +68,10 @@ from relayline.shared.records import (
     RunStatus,
     UsageJSON,
 )
+from relayline.shared.stop_signal import StopSignal
 from relayline.shared.telemetry import tracer
 from relayline.shared.texts import RUN_FAILED
-from relayline.shared.tools import AnyTool, cancel_scope
+from relayline.shared.tools import AnyTool, stop_signal_scope
 
 Item = Any  # a chunk or a portable event
 
@@ -88,14 +88,14 @@ class RunLoop:
         store: Store,
         record: RunRecord,
         lease_seconds: float,
-        cancel: CancelToken | None = None,
+        stop_signal: StopSignal | None = None,
         *,
         history: Sequence[Message] | None = None,
         admitted: bool = False,
     ):
         """``history``: the thread's messages as ``record`` was written with them (the
         first model call reads none); ``admitted``: ``record`` was just created by this
-        process and a watcher sets ``cancel`` on a stop, so the first stop check needs
+        process and a watcher sets ``stop_signal`` on a stop, so the first stop check needs
         no read (the record holds no stop yet; one asked for since comes by the token)."""
         self.spec = spec
         self.store = store
@@ -105,7 +105,7 @@ class RunLoop:
         self.last_text: str | None = None
         self._answer: tuple[str, list[str], list[str], dict[str, Any]] = ("", [], [], {})
         #: set from another thread when a stop arrives; ``stopping`` also reads the record
-        self.cancel = cancel if cancel is not None else CancelToken()
+        self.stop_signal = stop_signal if stop_signal is not None else StopSignal()
         self._history = None if history is None else tuple(history)
         self._stop_read = admitted
 
@@ -157,7 +157,7 @@ class RunLoop:
     def stopping(self) -> bool:
         """Whether a stop was asked for: the token, or the durable record (a stop the
         worker's watcher missed, or one asked for before this process took the run)."""
-        if self.cancel.is_set():
+        if self.stop_signal.is_set():
             return True
         if self._stop_read:  # the record is the admission's own: nothing to read yet
             self._stop_read = False
@@ -165,7 +165,7 @@ class RunLoop:
         if self.record.stop_requested is not None or self.store.stop_requested(
             self.record.thread_id, self.record.run_id
         ):
-            self.cancel.set()
+            self.stop_signal.set()
             return True
         return False
 
@@ -237,7 +237,7 @@ class RunLoop:
             tools=tuple(
                 ToolSchema(t.name, t.description, t.input_schema) for t in self.tools.values()
             ),
-            cancel=self.cancel,
+            stop_signal=self.stop_signal,
         )
         yield StepStarted("model", {"step": step})
         # Not the current span: the segment yields while it is open (shared.telemetry).
@@ -245,7 +245,7 @@ class RunLoop:
         try:
             assistant, calls = yield from self._respond(request, message_id)
         except Exception as exc:
-            if self.cancel.is_set():  # the stop closed the stream: not a failure
+            if self.stop_signal.is_set():  # the stop closed the stream: not a failure
                 assistant, calls = self._partial(), []
             else:
                 metrics.MODEL_CALLS.labels("error").inc()
@@ -255,7 +255,7 @@ class RunLoop:
                 # Close the step the client saw open, then fail the run with the error.
                 yield StepFinished("model", {"step": step, "failed": True})
                 raise
-        metrics.MODEL_CALLS.labels("stopped" if self.cancel.is_set() else "ok").inc()
+        metrics.MODEL_CALLS.labels("stopped" if self.stop_signal.is_set() else "ok").inc()
         usage_seen = assistant.meta.get("usage")
         if isinstance(usage_seen, dict):
             for kind in ("input", "output"):
@@ -263,10 +263,10 @@ class RunLoop:
                     metrics.TOKENS.labels(kind).inc(usage_seen[kind])
             span.set_attribute("gen_ai.usage.input_tokens", usage_seen.get("input") or 0)
             span.set_attribute("gen_ai.usage.output_tokens", usage_seen.get("output") or 0)
-        span.set_attribute("relayline.stopped", self.cancel.is_set())
+        span.set_attribute("relayline.stopped", self.stop_signal.is_set())
         span.end()
         self.last_text = assistant.text
-        if self.cancel.is_set():
+        if self.stop_signal.is_set():
             stopped = dataclasses.replace(
                 assistant, tool_calls=(), meta={**assistant.meta, "stopped": True}
             )
@@ -314,7 +314,7 @@ class RunLoop:
         self._answer = (message_id, text, reasoning, meta)
         if self.stopping():  # asked for since the step began: no model call at all
             return self._partial(), []
-        for delta in _until_cancelled(self.spec.provider.stream(request), self.cancel):
+        for delta in _until_stopped(self.spec.provider.stream(request), self.stop_signal):
             if isinstance(delta, TextDelta) and delta.text:
                 text.append(delta.text)
                 yield TextChunk(message_id, delta.text)
@@ -335,7 +335,7 @@ class RunLoop:
                 meta["usage"] = {"input": delta.input_tokens, "output": delta.output_tokens}
             elif isinstance(delta, MetaDelta):
                 meta[delta.key] = delta.value
-        if self.cancel.is_set():
+        if self.stop_signal.is_set():
             return self._partial(), []
         calls = [self._call(pieces[i]) for i in sorted(pieces)]
         assistant = Message(
@@ -440,7 +440,7 @@ class RunLoop:
                 attributes = {**self._span_attributes(), "relayline.tool": call["name"]}
                 with (
                     tracer.start_as_current_span("relayline.tool", attributes=attributes),
-                    cancel_scope(self.cancel),
+                    stop_signal_scope(self.stop_signal),
                 ):
                     entry = {"result": _result_text(tool.execute(call["inputs"]))}
             except Exception as exc:  # a tool's failure is the model's to handle
@@ -475,14 +475,14 @@ class RunLoop:
         )
 
 
-def _until_cancelled(
-    deltas: Iterator[ModelDelta], cancel: CancelToken
+def _until_stopped(
+    deltas: Iterator[ModelDelta], stop_signal: StopSignal
 ) -> Generator[ModelDelta, None, None]:
     """The provider's deltas until the token is set; then the provider's stream is
     closed at once (a generator provider's ``finally`` runs, its response is released)."""
     try:
         for delta in deltas:
-            if cancel.is_set():
+            if stop_signal.is_set():
                 return
             yield delta
     finally:

@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from relayline.shared.cancel import CancelToken
 from relayline.shared.messages import Message
+from relayline.shared.stop_signal import StopSignal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,14 +24,14 @@ class ToolSchema:
 
 @dataclasses.dataclass(frozen=True)
 class ModelRequest:
-    """One model call. ``cancel`` is set when the run is stopped: a provider blocked on
-    the model's response registers ``cancel.on_cancel`` to close it, so the call ends
+    """One model call. ``stop_signal`` is set when the run is stopped: a provider blocked on
+    the model's response registers ``stop_signal.on_stop`` to close it, so the call ends
     promptly (what it raises then is ignored; the loop sees the token)."""
 
     system_prompt: str | None
     messages: tuple[Message, ...]
     tools: tuple[ToolSchema, ...]
-    cancel: CancelToken | None = None
+    stop_signal: StopSignal | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -112,7 +112,7 @@ class OpenAIProvider:
 
     def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
         url = f"{self.base_url}/chat/completions"
-        if request.cancel is not None and request.cancel.is_set():
+        if request.stop_signal is not None and request.stop_signal.is_set():
             raise self._error(_CANCELLED)
         try:
             data = jsonutil.dumps(self.build_body(request)).encode("utf-8")
@@ -136,7 +136,7 @@ class OpenAIProvider:
             aborted.set()
             _shutdown(response)
 
-        unregister = request.cancel.on_cancel(abort) if request.cancel is not None else None
+        unregister = request.stop_signal.on_stop(abort) if request.stop_signal is not None else None
         try:
             with response:
                 if not 200 <= response.status_code < 300:

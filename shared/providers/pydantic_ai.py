@@ -187,10 +187,10 @@ class PydanticAIProvider:
     # streaming -------------------------------------------------------------------
 
     def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
-        if request.cancel is not None and request.cancel.is_set():
+        if request.stop_signal is not None and request.stop_signal.is_set():
             raise self._error("call was cancelled: the run is stopping")
         scope = _CancelScope()
-        unregister = request.cancel.on_cancel(scope.cancel) if request.cancel else _nothing
+        unregister = request.stop_signal.on_stop(scope.cancel) if request.stop_signal else _nothing
         try:
             yield from self._stream(request, scope)
         except ProviderError:

@@ -86,7 +86,7 @@ class ScriptedProvider:
     ) -> Iterator[ModelDelta]:
         messages = request.messages
         # A stopped run wakes the scripted model at once, as closing a real response does.
-        wait = request.cancel.wait if request.cancel is not None else time.sleep
+        wait = request.stop_signal.wait if request.stop_signal is not None else time.sleep
         if step.get("delay_ms"):
             wait(step["delay_ms"] / 1000)
         pause = step.get("chunk_delay_ms", 0) / 1000

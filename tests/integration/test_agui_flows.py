@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from relayline.shared.adapters import AGUIAdapter
 from relayline.shared.agent import Agent, AgentSpec
 from relayline.shared.interrupts import CANCELLED_ERROR
 from relayline.shared.messages import Message
 from relayline.shared.persistence import Store
-from relayline.shared.translators import AGUIInputTranslator
+from relayline.shared.protocols.agui import AGUIAdapter
+from relayline.shared.protocols.agui.translator import AGUIInputTranslator
 from relayline.web.agui import agui_thread_payload
 from tests.support.agents import build_spec, count
 from tests.support.agui import (

@@ -12,7 +12,7 @@ from werkzeug.test import TestResponse
 from relayline.channels import ActiveSegment, LogLimits, LogOnlyChannel, SegmentLog, announce
 from relayline.shared.auth import mint_token
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.persistence import Store
 from relayline.shared.settings import Settings
 from relayline.web import create_app
@@ -151,10 +151,10 @@ def start_segment(client: FlaskClient, protocol: str) -> None:
     assert client.application is not None
     redis = client.application.extensions["relayline"].redis
     limits = LogLimits(retention=60, max_age=600, max_events=100)
-    stream_id = new_stream_id()
-    announce(redis, "ann-thread", ActiveSegment(protocol, stream_id), limits)
-    log = SegmentLog(redis, stream_id, "ann-thread", limits, protocol)
-    channel = LogOnlyChannel().into_segment(stream_id, log)
+    segment_id = new_segment_id()
+    announce(redis, "ann-thread", ActiveSegment(protocol, segment_id), limits)
+    log = SegmentLog(redis, segment_id, "ann-thread", limits, protocol)
+    channel = LogOnlyChannel().into_segment(segment_id, log)
     for event in SEGMENT_EVENTS[protocol]:
         channel.send(event)
 

@@ -10,7 +10,7 @@ import pytest
 import redis
 from redis.client import Pipeline
 
-from relayline.channels.backlog import Refusal, admit, depth, started
+from relayline.channels.runs.backlog import Refusal, admit, depth, started
 
 pytestmark = pytest.mark.integration
 

@@ -22,7 +22,7 @@ import requests
 
 from relayline.channels import LogLimits, SegmentLog
 from relayline.channels.envelope import COMPLETED, encode_envelope, encode_json, terminal_data
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
@@ -108,9 +108,9 @@ def _dechunked(response: bytes) -> bytes:
         rest = rest[size + 2 :]
 
 
-def _text_envelope(stream_id: str, sequence: int) -> str:
+def _text_envelope(segment_id: str, sequence: int) -> str:
     data = encode_json({"content": f"{sequence}:" + "x" * SIZE})
-    return encode_envelope(stream_id, sequence, "text", data)
+    return encode_envelope(segment_id, sequence, "text", data)
 
 
 @pytest.fixture
@@ -128,16 +128,16 @@ def test_a_slow_client_gets_every_frame_once_in_order_in_valid_chunks(
     store = Store(env["DATABASE_URL"], migrate=False)
     try:
         store.create_thread("d-slow", "anonymous")
-        stream_id = new_stream_id()
-        log = SegmentLog(client, stream_id, "d-slow", LIMITS, "native")
-        log.append(_text_envelope(stream_id, 0))
+        segment_id = new_segment_id()
+        log = SegmentLog(client, segment_id, "d-slow", LIMITS, "native")
+        log.append(_text_envelope(segment_id, 0))
         log.flush()
         reader = _SlowClient(web.port, "/api/threads/d-slow/stream")
         reader.read_until(b"id: 0\n")  # headers out: the reader may write from now on
         for sequence in range(1, EVENTS):
-            log.append(_text_envelope(stream_id, sequence))
+            log.append(_text_envelope(segment_id, sequence))
         data = encode_json(terminal_data("d-slow"))
-        log.append(encode_envelope(stream_id, EVENTS, COMPLETED, data), terminal=True)
+        log.append(encode_envelope(segment_id, EVENTS, COMPLETED, data), terminal=True)
         log.flush()
         if direct == "on":
             # The client reads nothing: the reader's writes stall and go to the response.

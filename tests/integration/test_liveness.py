@@ -11,12 +11,13 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from relayline.channels.keys import heartbeat_key, job_key
 from relayline.shared.jobs import RecoverJob, Target, TurnJob, UserTurn
 from relayline.shared.messages import Message
 from relayline.shared.persistence import RunRecord, Store
 from relayline.shared.persistence.schema import runs
 from relayline.shared.records import Checkpoint
-from relayline.worker.liveness import Heartbeat, Sweeper, heartbeat_key, job_key, lapsed
+from relayline.worker.liveness import RunHeartbeat, Sweeper, lapsed
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +69,7 @@ def test_a_lapsed_run_is_recovered_once_where_its_job_delivered(
     record = _running(sqlite_store, "lost")
     relay = Target("relay", "relayline:relay:abc")
     # What the lost task left: its job, and a heartbeat that has lapsed since.
-    with Heartbeat(client, _job("lost", relay), ttl=15, interval=5, keep_job=60):
+    with RunHeartbeat(client, _job("lost", relay), ttl=15, interval=5, keep_job=60):
         assert client.exists(heartbeat_key(record.run_id))
     assert not client.exists(heartbeat_key(record.run_id))
     assert client.exists(job_key(record.run_id))
@@ -100,7 +101,7 @@ def test_a_beating_run_and_an_in_process_run_are_left_alone(
     _age(sqlite_store, beating, seconds=60)
     _age(sqlite_store, local, seconds=60)
     sent = Sent()
-    with Heartbeat(client, _job("alive", Target("none")), ttl=15, interval=5, keep_job=60):
+    with RunHeartbeat(client, _job("alive", Target("none")), ttl=15, interval=5, keep_job=60):
         assert _sweeper(sqlite_store, client, sent).sweep() == []
     assert sent.jobs == []
 
@@ -117,7 +118,7 @@ def test_without_a_recorded_job_the_recovery_goes_natively_to_the_fallback(
 
 def test_the_heartbeat_is_renewed_while_open(client: redis.Redis) -> None:
     job = _job("renewed", Target("none"))
-    with Heartbeat(client, job, ttl=1.0, interval=0.1, keep_job=60):
+    with RunHeartbeat(client, job, ttl=1.0, interval=0.1, keep_job=60):
         opened = time.monotonic()
         # Unrenewed, the key would be gone after 1 s; watch it for more than twice that
         # (renewals every 0.1 s leave a loaded machine 0.9 s of slack).

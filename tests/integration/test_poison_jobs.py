@@ -15,8 +15,8 @@ import requests
 from celery import Celery
 from kombu import Connection, Exchange
 
+from relayline.channels.keys import DEAD_LETTER
 from relayline.shared.jobs import RUN_TURN, TurnJob, UserTurn
-from relayline.worker.guard import DEAD_LETTER
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, text_of
 from tests.support.stack import fresh_env, running_stack

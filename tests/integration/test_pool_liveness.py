@@ -13,8 +13,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from relayline.channels.keys import heartbeat_key
 from relayline.shared.jobs import Target, TurnJob, UserTurn
-from relayline.worker.liveness import Heartbeat, heartbeat_key, holder, holder_alive
+from relayline.worker.liveness import RunHeartbeat, holder, holder_alive
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +37,8 @@ def _job(run: str) -> TurnJob:
     )
 
 
-def _beat(client: redis.Redis, run: str, *, take: bool = True) -> Heartbeat:
-    return Heartbeat(client, _job(run), ttl=15, interval=5, keep_job=60, take=take)
+def _beat(client: redis.Redis, run: str, *, take: bool = True) -> RunHeartbeat:
+    return RunHeartbeat(client, _job(run), ttl=15, interval=5, keep_job=60, take=take)
 
 
 def test_a_heartbeat_open_in_this_process_is_a_living_holder(client: redis.Redis) -> None:

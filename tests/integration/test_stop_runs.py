@@ -17,8 +17,8 @@ import redis
 import requests
 
 from relayline.channels.envelope import Envelope
-from relayline.channels.log import entries, latest_segment
-from relayline.channels.stops import STOPS_CHANNEL
+from relayline.channels.keys import STOPS_CHANNEL
+from relayline.channels.stream.log import entries, latest_segment
 from relayline.shared.persistence import Store
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
@@ -123,7 +123,7 @@ def test_vercel_stop_ends_with_abort_and_reloads_as_stopped(
         f"{web.url}/api/chat/s-vercel/stop", json={"activeStreamId": "0" * 32}, timeout=10
     )
     assert stale.json() == {"success": True, "stopped": False}
-    segment = _active_stream_id(redis_url, "s-vercel")
+    segment = _active_segment_id(redis_url, "s-vercel")
     assert live.headers["X-Relayline-Stream-Id"] == segment  # what the client sends back
     stop = requests.post(
         f"{web.url}/api/chat/s-vercel/stop", json={"activeStreamId": segment}, timeout=10
@@ -145,14 +145,14 @@ def test_vercel_stop_ends_with_abort_and_reloads_as_stopped(
     assert requests.get(f"{web.url}/api/chat/s-vercel/stream", timeout=10).status_code == 204
 
 
-def _active_stream_id(redis_url: str, thread_id: str) -> str:
+def _active_segment_id(redis_url: str, thread_id: str) -> str:
     import redis
 
     client = redis.Redis.from_url(redis_url)
     try:
         segment = latest_segment(client, thread_id)
         assert segment is not None
-        return segment.stream_id
+        return segment.segment_id
     finally:
         client.close()
 
@@ -257,7 +257,7 @@ def test_a_stop_racing_the_natural_end_gives_exactly_one_terminal(
             assert all(e["type"] != "error" for e in seen)
             segment = latest_segment(client, thread)
             assert segment is not None
-            logged = [Envelope.parse(e) for e in entries(client, segment.stream_id)]
+            logged = [Envelope.parse(e) for e in entries(client, segment.segment_id)]
             assert sum(1 for e in logged if e.is_terminal) == 1
             outcomes.add(status["run"]["status"])
     finally:

@@ -12,7 +12,8 @@ import pytest
 import redis
 import requests
 
-from relayline.channels.log import latest_segment, log_key, segments_key
+from relayline.channels.keys import log_key, segments_key
+from relayline.channels.stream.log import latest_segment
 from relayline.shared.auth import mint_token
 from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
@@ -93,7 +94,7 @@ def test_a_delete_during_a_live_run_stops_it_and_erases_everything(
     client = redis.Redis.from_url(redis_url)
     try:
         segment = latest_segment(client, "t-del")
-        assert segment is not None and client.exists(log_key(segment.stream_id))
+        assert segment is not None and client.exists(log_key(segment.segment_id))
         assert requests.delete(f"{web.url}/api/threads/t-del", headers=_as("bob")).status_code == (
             404
         )
@@ -103,7 +104,7 @@ def test_a_delete_during_a_live_run_stops_it_and_erases_everything(
         assert [e["type"] for e in ending] == ["cancelled", "done"]
         assert ending[-1]["status"] == "cancelled"
         assert count(tmp_path, "model.closed") == 1
-        assert not client.exists(log_key(segment.stream_id), segments_key("t-del"))
+        assert not client.exists(log_key(segment.segment_id), segments_key("t-del"))
         assert latest_segment(client, "t-del") is None
     finally:
         client.close()

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from relayline.shared.adapters import ui_messages
 from relayline.shared.agent import Agent, AgentSpec
 from relayline.shared.errors import InputTranslationError
 from relayline.shared.jsonutil import normalize_result
 from relayline.shared.messages import Message
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.vercel import ui_messages
+from relayline.shared.protocols.vercel.translator import VercelAIInputTranslator
 from relayline.shared.tools import AnyTool
-from relayline.shared.translators import VercelAIInputTranslator
 from tests.support.agents import build_spec, count
 from tests.support.vercel import ChatClient, VercelSchema
 

@@ -11,8 +11,8 @@ from typing import cast
 import pytest
 import redis
 
+from relayline.process.redis_channel import ReusingChannel
 from relayline.shared.jobs import RUN_TURN, TurnJobJSON
-from relayline.shared.redis_channel import ReusingChannel
 from relayline.web.broker import web_celery
 from relayline.web.sending import send_by_name
 from relayline.web.services import Services

@@ -105,7 +105,7 @@ def test_the_wheel_holds_only_relayline(dist: Dist) -> None:
         "relayline/shared/persistence/migrations/env.py",
         "relayline/shared/persistence/migrations/versions/0001_initial.py",
         "relayline/worker/tasks.py",
-        "relayline/channels/log.py",
+        "relayline/channels/stream/log.py",
     ):
         assert carried in names
 

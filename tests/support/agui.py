@@ -15,14 +15,14 @@ from ag_ui.core import Event, ToolCallResultEvent
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 from pydantic import BaseModel, TypeAdapter
 
-from relayline.shared.adapters import AGUIAdapter
 from relayline.shared.agent import Agent, AgentSpec, tool
 from relayline.shared.errors import RunFailedError
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.messages import Message
+from relayline.shared.protocols.agui import AGUIAdapter
+from relayline.shared.protocols.agui.translator import AGUIInputTranslator
 from relayline.shared.providers import ScriptedProvider
 from relayline.shared.sse import encode_event
-from relayline.shared.translators import AGUIInputTranslator
 
 Wire = list[dict[str, Any]]
 #: messages as a helper reads them: the client's own (Wire) or the product's typed JSON

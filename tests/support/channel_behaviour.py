@@ -21,11 +21,11 @@ import pytest
 
 from relayline.channels import AbstractChannel, Consumer, Envelope
 from relayline.channels.envelope import FRAGMENT, TERMINALS
-from relayline.shared.adapters import NativeAdapter
 from relayline.shared.agent import Agent, AgentSpec, FrontendTool, tool
 from relayline.shared.errors import RunFailedError
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.native import NativeAdapter
 from relayline.shared.providers import ScriptedProvider
 
 #: a tool result of about 12 kB, mixing 2-, 3- and 4-byte UTF-8 characters
@@ -176,7 +176,7 @@ class ChannelBehaviour:
         assert not gaps
         assert [(e.type, e.data) for e in delivered] == logical(pulled, terminal, self.thread)
         assert [e.sequence for e in delivered] == list(range(len(pulled) + 1))
-        assert len({e.stream_id for e in delivered}) == 1
+        assert len({e.segment_id for e in delivered}) == 1
         # the protocol's own end comes last, before the channel terminal
         status = {"stream.completed": "completed", "stream.interrupted": "interrupted"}
         assert pulled[-1].type == "done"

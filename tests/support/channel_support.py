@@ -8,7 +8,7 @@ from typing import Any
 from relayline.channels.base import AbstractChannel
 from relayline.channels.envelope import Envelope
 
-STREAM_ID = "3f9a0c2e7b6d4e18a5c1f0b2d4e6a8c0"
+SEGMENT_ID = "3f9a0c2e7b6d4e18a5c1f0b2d4e6a8c0"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Memory(AbstractChannel):
         self.fail_on = fail_on
         self.fail_always = fail_always
         self.array = array
-        self._stream_id = STREAM_ID
+        self._segment_id = SEGMENT_ID
 
     def batch(self, items: Any) -> str:
         self._last_items = list(items)

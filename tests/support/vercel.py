@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from relayline.shared.adapters import VercelAIAdapter
 from relayline.shared.agent import Agent, AgentSpec
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.vercel import VercelAIAdapter
 from relayline.shared.providers import ScriptedProvider
 from relayline.shared.sse import encode_sse
 

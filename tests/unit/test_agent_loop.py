@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from relayline.shared.adapters import NativeAdapter
 from relayline.shared.agent import Agent, AgentSpec, FrontendTool, RunState, tool
 from relayline.shared.chunks import InterruptEvent, TextChunk, ToolCallChunk, ToolResultChunk
 from relayline.shared.errors import (
@@ -22,8 +21,9 @@ from relayline.shared.errors import (
 from relayline.shared.events import Activity, ProtocolEvent
 from relayline.shared.interrupts import TIMEOUT_ERROR
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.agui.translator import AGUIInputTranslator
+from relayline.shared.protocols.native import NativeAdapter
 from relayline.shared.providers import ScriptedProvider
-from relayline.shared.translators import AGUIInputTranslator
 from tests.support.agents import build_spec, count
 
 

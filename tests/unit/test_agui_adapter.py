@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from relayline.shared.adapters import AGUIAdapter
 from relayline.shared.agent import Agent, AgentSpec, RunState
 from relayline.shared.chunks import (
     ReasoningChunk,
@@ -30,8 +29,9 @@ from relayline.shared.errors import RunFailedError, StreamAdapterError
 from relayline.shared.events import Custom, ProtocolEvent, StepStarted, StreamEvent
 from relayline.shared.messages import Message
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.agui import AGUIAdapter
+from relayline.shared.protocols.agui.translator import AGUIInputTranslator
 from relayline.shared.providers import ScriptedProvider
-from relayline.shared.translators import AGUIInputTranslator
 from tests.support.agents import build_spec, count
 from tests.support.agui import (
     CONFIRMATION,

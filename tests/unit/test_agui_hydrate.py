@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from relayline.shared.adapters import AGUIAdapter
 from relayline.shared.agent import Agent, AgentSpec, FrontendTool, tool
 from relayline.shared.messages import Message
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.agui import AGUIAdapter
 from relayline.shared.protocols.agui.hydrate import hydrate
-from relayline.shared.translators import AGUIInputTranslator
+from relayline.shared.protocols.agui.translator import AGUIInputTranslator
 from relayline.web.agui import agui_thread_payload
 from tests.support.agents import build_spec
 from tests.support.agui import (

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from celery.signals import worker_process_init, worker_ready
 
-from relayline.shared import collector
+from relayline.process import collector
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import cast
 import redis
 
 from relayline.channels import LogOnlyChannel
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.jobs import TARGET_KINDS, Target
 from relayline.shared.persistence import Store
 from relayline.shared.registry import AgentRegistry
@@ -35,10 +35,10 @@ def test_a_job_for_nobody_still_writes_its_segment_log_from_a_fresh_channel() ->
         redis=redis.Redis(),
         registry=cast(AgentRegistry, None),
     )
-    stream_id = new_stream_id()
-    factory = channel_factory(Target("none"), "thread-1", res, stream_id)
+    segment_id = new_segment_id()
+    factory = channel_factory(Target("none"), "thread-1", res, segment_id)
     first, second = factory(), factory()
     assert isinstance(first, LogOnlyChannel) and isinstance(second, LogOnlyChannel)
     assert first is not second
-    assert first.stream_id == stream_id and first.log is not None
-    assert first.log.key == f"relayline:{{seg:{stream_id}}}:log"
+    assert first.segment_id == segment_id and first.log is not None
+    assert first.log.key == f"relayline:{{seg:{segment_id}}}:log"

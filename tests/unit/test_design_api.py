@@ -43,8 +43,8 @@ def test_design_section_6_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     from relayline.shared.agent import Agent, AgentSpec, FrontendTool, tool
     from relayline.shared.interrupts import ApprovalRequest, ToolResultsRequest
     from relayline.shared.persistence import Store
+    from relayline.shared.protocols.agui.translator import AGUIInputTranslator
     from relayline.shared.providers import OpenAIProvider, ScriptedProvider  # noqa: F401
-    from relayline.shared.translators import AGUIInputTranslator
 
     @tool(requires_approval=True)
     def delete_file(path: str) -> str:
@@ -93,10 +93,16 @@ def test_design_section_6_second_block_imports() -> None:
         AbstractChannel,
         CallbackChannel,
         FakeChannel,
-        RedisChannel,
-        RedisChannelReader,
+        LogOnlyChannel,
+        MercureChannel,
+        PusherChannel,
+        SegmentLog,
     )
-    from relayline.shared.adapters import AGUIAdapter, NativeAdapter, VercelAIAdapter  # noqa: F401
+    from relayline.channels.stream.reader import LogMultiplexer  # noqa: F401
     from relayline.shared.events import Activity, Custom, ProtocolEvent, StepFinished, StepStarted  # noqa: F401
+    from relayline.shared.protocols.agui import AGUIAdapter  # noqa: F401
+    from relayline.shared.protocols.agui.translator import AGUIInputTranslator  # noqa: F401
+    from relayline.shared.protocols.native import NativeAdapter  # noqa: F401
+    from relayline.shared.protocols.vercel import VercelAIAdapter  # noqa: F401
+    from relayline.shared.protocols.vercel.translator import VercelAIInputTranslator  # noqa: F401
     from relayline.shared.sse import encode_sse  # noqa: F401
-    from relayline.shared.translators import AGUIInputTranslator, VercelAIInputTranslator  # noqa: F401

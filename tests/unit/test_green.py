@@ -18,10 +18,10 @@ _CHILD = textwrap.dedent(
     import json, time
     import gevent
     from relayline.shared import green
-    from relayline.shared.cancel import CancelToken
+    from relayline.shared.stop_signal import StopSignal
 
     out = {"patched": green.patched(), "socket": green.patched("socket")}
-    token = CancelToken()
+    token = StopSignal()
     started = time.monotonic()
     out["timed_out"] = token.wait(0.05)
     out["waited"] = time.monotonic() - started
@@ -34,7 +34,7 @@ _CHILD = textwrap.dedent(
     out["woken_after"] = time.monotonic() - started
     out["set_again"] = token.wait(30)
 
-    early = CancelToken()
+    early = StopSignal()
     early.set()
     out["early"] = early.wait(30)
     print(json.dumps(out))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.jobs import (
     ContinueJob,
     ExpireJob,
@@ -16,7 +16,7 @@ from relayline.shared.jobs import (
 )
 from relayline.shared.tools import FrontendTool
 
-STREAM = new_stream_id()
+STREAM = new_segment_id()
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ STREAM = new_stream_id()
             frontend_tools=(FrontendTool("read_title", "Read the page title"),),
             seed={"runId": "client-run", "state": {"a": 1}},
             target=Target("relay", "relayline:relay:abc"),
-            stream_id=STREAM,
+            segment_id=STREAM,
         ),
         ContinueJob(
             thread_id="t-1",
@@ -51,16 +51,16 @@ def test_a_job_survives_its_json(job: TurnJob | ContinueJob | ExpireJob | Recove
     assert type(job).from_json(job.to_json()) == job
 
 
-def test_the_stream_id_travels_only_when_named() -> None:
+def test_the_segment_id_travels_only_when_named() -> None:
     job = ExpireJob(thread_id="t-1", run_id="run_1", protocol="native", attempt=1)
     assert "streamId" not in job.to_json()
     assert job.to(Target("none"), STREAM).to_json()["streamId"] == STREAM
 
 
-@pytest.mark.parametrize("stream_id", ["", "ABC", "0" * 31, "g" * 32, "0" * 32 + "\n"])
-def test_a_malformed_stream_id_is_refused(stream_id: str) -> None:
+@pytest.mark.parametrize("segment_id", ["", "ABC", "0" * 31, "g" * 32, "0" * 32 + "\n"])
+def test_a_malformed_segment_id_is_refused(segment_id: str) -> None:
     with pytest.raises(JobError, match="stream id"):
-        ExpireJob(thread_id="t", run_id="r", protocol="native", attempt=1, stream_id=stream_id)
+        ExpireJob(thread_id="t", run_id="r", protocol="native", attempt=1, segment_id=segment_id)
     data = {"threadId": "t", "runId": "r", "protocol": "native", "attempt": 1}
     with pytest.raises(JobError, match="stream id"):
-        RecoverJob.from_json({**data, "streamId": stream_id})
+        RecoverJob.from_json({**data, "streamId": segment_id})

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from relayline.shared.adapters import NativeAdapter
 from relayline.shared.chunks import (
     ReasoningChunk,
     TextChunk,
@@ -27,6 +26,7 @@ from relayline.shared.events import (
     StreamEvent,
 )
 from relayline.shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
+from relayline.shared.protocols.native import NativeAdapter
 
 CALL = ToolCallInfo(call_id="call_7", name="read_title", inputs={}, deferred=True)
 
@@ -315,8 +315,9 @@ def test_chunk_subclass_keeps_its_base_event_type() -> None:
 
 
 def test_the_terminal_carries_the_runs_usage_once_reported() -> None:
-    from relayline.shared.adapters import AGUIAdapter, VercelAIAdapter
     from relayline.shared.events import RunUsage
+    from relayline.shared.protocols.agui import AGUIAdapter
+    from relayline.shared.protocols.vercel import VercelAIAdapter
 
     # the other protocols have no place for it: they drop it
     assert AGUIAdapter("t1").transform(RunUsage({"input": 1, "output": 1})) == []

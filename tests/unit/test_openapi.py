@@ -89,8 +89,8 @@ def test_the_routes_models_refuse_with_their_messages() -> None:
     content = pytest.raises(InputTranslationError, match="non-empty string 'content'")
     with app.test_request_context(json={"content": 5}), content:
         parse_body(NativeMessageBody)
-    stream_id = pytest.raises(InputTranslationError, match="'activeStreamId' must be a string")
-    with app.test_request_context(json={"activeStreamId": "x" * 129}), stream_id:
+    segment_id = pytest.raises(InputTranslationError, match="'activeStreamId' must be a string")
+    with app.test_request_context(json={"activeStreamId": "x" * 129}), segment_id:
         parse_body(ChatStopBody)
     with app.test_request_context(json={"content": "hi", "extra": 1}):
         assert parse_body(NativeMessageBody).content == "hi"

@@ -64,3 +64,43 @@ def test_no_subpackage_imports_the_public_face() -> None:
         if module == "relayline"
     ]
     assert not wrong, wrong
+
+
+def test_the_redis_doc_lists_every_key_relayline_writes() -> None:
+    from relayline.channels.keys import KEYS
+
+    doc = (REPO / "docs" / "redis.md").read_text()
+    rows = [line for line in doc.splitlines() if line.startswith("| `relayline:")]
+    expected = [
+        f"| `{k.name}` | {k.type} | {k.lifetime} | {k.writer} | {k.readers} |" for k in KEYS
+    ]
+    assert rows == expected
+
+
+def test_only_the_keys_module_spells_a_redis_key() -> None:
+    product = [p for p in _python_sources() if p.parts[len(REPO.parts)] in FORMER_TOP_LEVEL]
+    spelled = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in product
+        if path != REPO / "channels" / "keys.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if '"relayline:' in line or "'relayline:" in line
+    ]
+    assert spelled == []
+
+
+def test_every_key_builder_is_used_outside_the_keys_module() -> None:
+    from relayline.channels import keys
+
+    builders = [
+        name
+        for name, value in vars(keys).items()
+        if (callable(value) and name.endswith("_key")) or name.isupper()
+        if name not in {"KEYS"}
+    ]
+    sources = "\n".join(
+        p.read_text()
+        for p in _python_sources()
+        if p.parts[len(REPO.parts)] in FORMER_TOP_LEVEL and p != REPO / "channels" / "keys.py"
+    )
+    assert [name for name in builders if name not in sources] == []

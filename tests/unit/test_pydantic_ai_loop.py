@@ -12,12 +12,12 @@ from pydantic_ai import messages as pai
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from relayline.shared.adapters import NativeAdapter
 from relayline.shared.agent import Agent, AgentSpec, FrontendTool, tool
 from relayline.shared.chunks import ReasoningChunk, TextChunk, ToolArgumentChunk
 from relayline.shared.errors import RunFailedError
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.native import NativeAdapter
 from relayline.shared.providers import PydanticAIProvider
 
 SECRET = "sk-live-abcdefghijklmnop0123"

@@ -21,7 +21,6 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider as PydanticOpenAIProvider
 
-from relayline.shared.cancel import CancelToken
 from relayline.shared.errors import ProviderError
 from relayline.shared.messages import Message, ToolCallPart, ToolResultPart
 from relayline.shared.providers import (
@@ -39,6 +38,7 @@ from relayline.shared.providers import (
 )
 from relayline.shared.providers.pydantic_ai import REPLAY_KEY
 from relayline.shared.settings import Settings
+from relayline.shared.stop_signal import StopSignal
 from tests.support.model_wire import (
     API_KEY,
     ModelWire,
@@ -83,9 +83,9 @@ def answer(kind: str, text: list[str], **options: Any) -> list[str]:
     return openai_stream(text, **options) if kind == "openai" else anthropic_stream(text, **options)
 
 
-def request(*messages: Message, cancel: CancelToken | None = None) -> ModelRequest:
+def request(*messages: Message, stop_signal: StopSignal | None = None) -> ModelRequest:
     history = messages or (Message.user("Hi", id="m1"),)
-    return ModelRequest("Be brief.", tuple(history), (WEATHER,), cancel=cancel)
+    return ModelRequest("Be brief.", tuple(history), (WEATHER,), stop_signal=stop_signal)
 
 
 def collect(provider: PydanticAIProvider, req: ModelRequest | None = None) -> list[ModelDelta]:
@@ -295,7 +295,7 @@ def test_a_missing_key_is_said_without_any_key(monkeypatch: pytest.MonkeyPatch) 
 # stop -----------------------------------------------------------------------------------
 
 
-def stop_later(wire: ModelWire, token: CancelToken, stopped: list[float]) -> threading.Thread:
+def stop_later(wire: ModelWire, token: StopSignal, stopped: list[float]) -> threading.Thread:
     def stop() -> None:
         assert wire.stalling.wait(10)
         time.sleep(0.1)
@@ -314,12 +314,12 @@ def test_a_stop_from_another_thread_closes_the_call(wire: ModelWire, kind: str, 
         wire.queue(Reply(answer(kind, ["Hel", "lo", " there"]), stall_after=3))
     else:
         wire.queue(Reply([], stall_before_headers=True))
-    token = CancelToken()
+    token = StopSignal()
     stopped: list[float] = []
     thread = stop_later(wire, token, stopped)
     seen: list[ModelDelta] = []
     with pytest.raises(ProviderError, match="cancelled"):
-        for delta in MODELS[kind](wire).stream(request(cancel=token)):
+        for delta in MODELS[kind](wire).stream(request(stop_signal=token)):
             seen.append(delta)
     ended = time.monotonic()
     thread.join()
@@ -332,13 +332,13 @@ def test_a_stop_from_another_thread_closes_the_call(wire: ModelWire, kind: str, 
 
 def test_openai_provider_closes_its_response_on_a_stop(wire: ModelWire) -> None:
     wire.queue(Reply(openai_stream(["Hel", "lo", " there"]), stall_after=3))
-    token = CancelToken()
+    token = StopSignal()
     stopped: list[float] = []
     thread = stop_later(wire, token, stopped)
     provider = OpenAIProvider("gpt-relayline-test", api_key=API_KEY, base_url=f"{wire.url}/v1")
     seen: list[ModelDelta] = []
     with pytest.raises(ProviderError, match="cancelled"):
-        for delta in provider.stream(request(cancel=token)):
+        for delta in provider.stream(request(stop_signal=token)):
             seen.append(delta)
     ended = time.monotonic()
     thread.join()
@@ -350,7 +350,7 @@ def test_openai_provider_closes_its_response_on_a_stop(wire: ModelWire) -> None:
 
 
 def test_a_call_on_a_stopped_token_never_starts(wire: ModelWire) -> None:
-    token = CancelToken()
+    token = StopSignal()
     token.set()
     wire.queue(Reply(openai_stream(["x"])))
     for provider in (
@@ -358,7 +358,7 @@ def test_a_call_on_a_stopped_token_never_starts(wire: ModelWire) -> None:
         OpenAIProvider("gpt-relayline-test", api_key=API_KEY, base_url=f"{wire.url}/v1"),
     ):
         with pytest.raises(ProviderError, match="cancelled"):
-            collect(provider, request(cancel=token))  # type: ignore[arg-type]
+            collect(provider, request(stop_signal=token))  # type: ignore[arg-type]
     assert wire.received == []
 
 

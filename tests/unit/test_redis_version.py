@@ -10,7 +10,7 @@ import redis
 import redis.utils
 
 import relayline.web.services  # noqa: F401  (importing the web installs it)
-from relayline.shared import redis_version
+from relayline.process import redis_version
 
 
 def test_new_connections_do_not_read_the_package_metadata_again(

@@ -9,18 +9,20 @@ from typing import Any
 
 import pytest
 
-from relayline.shared.adapters import AGUIAdapter, NativeAdapter, VercelAIAdapter
 from relayline.shared.agent import Agent, AgentSpec, tool
 from relayline.shared.agent.stop import stop_thread
-from relayline.shared.cancel import CancelToken
 from relayline.shared.chunks import TextChunk
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.messages import Message
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.agui import AGUIAdapter
+from relayline.shared.protocols.native import NativeAdapter
+from relayline.shared.protocols.vercel import VercelAIAdapter
 from relayline.shared.providers import ScriptedProvider, TextDelta
 from relayline.shared.providers.base import ModelDelta, ModelRequest
+from relayline.shared.stop_signal import StopSignal
 from relayline.shared.texts import CALL_STOPPED
-from relayline.shared.tools import current_cancel
+from relayline.shared.tools import current_stop_signal
 
 
 def story(chunks: int = 50, **step: Any) -> ScriptedProvider:
@@ -53,8 +55,8 @@ class BlockingProvider:
         self.first = threading.Event()
 
     def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
-        assert request.cancel is not None
-        unregister = request.cancel.on_cancel(self.released.set)
+        assert request.stop_signal is not None
+        unregister = request.stop_signal.on_stop(self.released.set)
         try:
             yield TextDelta("Partial ")
             self.first.set()
@@ -65,7 +67,7 @@ class BlockingProvider:
             unregister()
 
 
-def _set_after(event: threading.Event, token: CancelToken) -> None:
+def _set_after(event: threading.Event, token: StopSignal) -> None:
     """Stop from another thread, as the worker's watcher does, once ``event`` is set."""
     if event.wait(10):
         token.set()
@@ -73,8 +75,8 @@ def _set_after(event: threading.Event, token: CancelToken) -> None:
 
 def test_stop_mid_answer_keeps_the_partial_answer_marked_stopped(sqlite_store: Store) -> None:
     provider = ClosingProvider()
-    token = CancelToken()
-    agent = Agent("stop-mid", AgentSpec(provider=provider), sqlite_store, cancel=token)
+    token = StopSignal()
+    agent = Agent("stop-mid", AgentSpec(provider=provider), sqlite_store, stop_signal=token)
     texts = 0
     segment = agent.stream("go")
     for item in segment:
@@ -114,8 +116,8 @@ def test_a_provider_blocked_on_the_model_is_released_by_the_cancel_callback(
     sqlite_store: Store,
 ) -> None:
     provider = BlockingProvider()
-    token = CancelToken()
-    agent = Agent("stop-blocked", AgentSpec(provider=provider), sqlite_store, cancel=token)
+    token = StopSignal()
+    agent = Agent("stop-blocked", AgentSpec(provider=provider), sqlite_store, stop_signal=token)
     stopper = threading.Thread(target=_set_after, args=(provider.first, token))
     stopper.start()
     state = agent.run("go")
@@ -155,20 +157,20 @@ def test_stop_between_tools_settles_the_calls_not_run(sqlite_store: Store) -> No
 
 
 def test_a_tool_that_watches_current_cancel_ends_with_the_stop(sqlite_store: Store) -> None:
-    token = CancelToken()
+    token = StopSignal()
     entered = threading.Event()
 
     @tool
     def long_job() -> str:
         """Waits for work, stopping with its run."""
         entered.set()
-        return "stopped early" if current_cancel().wait(10) else "ran out"
+        return "stopped early" if current_stop_signal().wait(10) else "ran out"
 
     script = {
         "rules": [{"match": "", "steps": [{"tool_calls": [{"id": "c", "name": "long_job"}]}]}]
     }
     spec = AgentSpec(provider=ScriptedProvider(script), tools=[long_job])
-    agent = Agent("stop-tool", spec, sqlite_store, cancel=token)
+    agent = Agent("stop-tool", spec, sqlite_store, stop_signal=token)
     stopper = threading.Thread(target=_set_after, args=(entered, token))
     stopper.start()
     state = agent.run("go")
@@ -221,9 +223,9 @@ def test_stopping_a_finished_run_changes_nothing(sqlite_store: Store) -> None:
 def test_each_protocol_ends_a_stopped_run_its_own_way(
     sqlite_store: Store, adapter: Any, ending: list[str]
 ) -> None:
-    token = CancelToken()
+    token = StopSignal()
     thread = f"stop-frames-{len(ending)}-{ending[-1].lower()}"
-    agent = Agent(thread, AgentSpec(provider=ClosingProvider()), sqlite_store, cancel=token)
+    agent = Agent(thread, AgentSpec(provider=ClosingProvider()), sqlite_store, stop_signal=token)
     agent.set_stream_adapter(adapter)
     events: list[ProtocolEvent] = []
     for event in agent.stream("go"):
@@ -244,8 +246,10 @@ def test_each_protocol_ends_a_stopped_run_its_own_way(
 
 
 def test_a_message_from_history_reloads_as_stopped(sqlite_store: Store) -> None:
-    token = CancelToken()
-    agent = Agent("stop-reload", AgentSpec(provider=ClosingProvider()), sqlite_store, cancel=token)
+    token = StopSignal()
+    agent = Agent(
+        "stop-reload", AgentSpec(provider=ClosingProvider()), sqlite_store, stop_signal=token
+    )
     for item in agent.stream("go"):
         if isinstance(item, TextChunk):
             token.set()

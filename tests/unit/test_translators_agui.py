@@ -15,7 +15,8 @@ import pytest
 
 from relayline.shared.errors import InputTranslationError, WorkflowError
 from relayline.shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
-from relayline.shared.translators import AGUIInputTranslator, InputTranslator
+from relayline.shared.protocols.agui.translator import AGUIInputTranslator
+from relayline.shared.protocols.translator import InputTranslator
 
 NO_MATCH = "The payload contains no matching continuation input."
 CANCELLED = {"error": "Frontend tool execution cancelled."}

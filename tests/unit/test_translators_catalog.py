@@ -13,8 +13,8 @@ import pytest
 
 from relayline.shared.errors import InputTranslationError
 from relayline.shared.protocols.agui.catalog import check_parameters
+from relayline.shared.protocols.agui.translator import AGUIInputTranslator
 from relayline.shared.tools import FrontendTool
-from relayline.shared.translators import AGUIInputTranslator
 
 tools = AGUIInputTranslator.tools
 REQUIRED = "An AG-UI tool requires name, description and parameters."

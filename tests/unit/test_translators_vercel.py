@@ -15,7 +15,8 @@ import pytest
 
 from relayline.shared.errors import InputTranslationError, WorkflowError
 from relayline.shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
-from relayline.shared.translators import InputTranslator, VercelAIInputTranslator
+from relayline.shared.protocols.translator import InputTranslator
+from relayline.shared.protocols.vercel.translator import VercelAIInputTranslator
 
 NO_MATCH = "The payload contains no matching continuation input."
 SHAPE = "Vercel input must end with a user message or an assistant message carrying tool parts."

@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from relayline.shared.adapters import ui_messages
 from relayline.shared.agent import Agent, AgentSpec, FrontendTool, tool
 from relayline.shared.batch import rejection_text
 from relayline.shared.chunks import ToolCallChunk
 from relayline.shared.messages import Message, ToolCallPart, ToolResultPart
 from relayline.shared.persistence import Store
-from relayline.shared.translators import VercelAIInputTranslator
+from relayline.shared.protocols.vercel import ui_messages
+from relayline.shared.protocols.vercel.translator import VercelAIInputTranslator
 from tests.support.agents import build_spec
 from tests.support.vercel import (
     ChatClient,

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from relayline.shared.adapters import VercelAIAdapter
 from relayline.shared.agent import AgentSpec, tool
 from relayline.shared.chunks import (
     ReasoningChunk,
@@ -31,7 +30,8 @@ from relayline.shared.errors import RunFailedError, StreamAdapterError
 from relayline.shared.events import Activity, Custom, ProtocolEvent, StreamEvent
 from relayline.shared.interrupts import ApprovalRequest, PendingCall, ToolResultsRequest
 from relayline.shared.persistence import Store
-from relayline.shared.translators import VercelAIInputTranslator
+from relayline.shared.protocols.vercel import VercelAIAdapter
+from relayline.shared.protocols.vercel.translator import VercelAIInputTranslator
 from tests.support.agents import build_spec, count
 from tests.support.vercel import (
     FAILED,

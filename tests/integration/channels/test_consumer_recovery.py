@@ -1,7 +1,8 @@
-"""The Python Consumer's recovery against a real segment log: holes filled from
-``relayline.channels.log.kept_after`` (what the web's envelopes route answers), asked at once,
-then with backoff on the consumer's own clock, at most ``recover_attempts`` times
-without progress; a whole logged event replaces the fragments that did arrive."""
+"""The Python Consumer's recovery against a real segment log: holes filled
+from ``relayline.channels.stream.log.kept_after`` (what the web's envelopes route
+answers), asked at once, then with backoff on the consumer's own clock, at most
+``recover_attempts`` times without progress; a whole logged event replaces the
+fragments that did arrive."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import pytest
 import redis
 
 from relayline.channels import Consumer, Envelope, LogLimits, MemoryChannel, SegmentLog
-from relayline.channels.log import entries, kept_after, log_key
+from relayline.channels.keys import log_key
+from relayline.channels.stream.log import entries, kept_after
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from tests.support.channel_support import State
 
 pytestmark = pytest.mark.integration
@@ -38,30 +40,30 @@ class LogRecovery:
         self.client = client
         self.asks: list[int] = []
 
-    def __call__(self, stream_id: str, after: int) -> list[Any]:
+    def __call__(self, segment_id: str, after: int) -> list[Any]:
         self.asks.append(after)
-        kept = kept_after(self.client, stream_id, after, 1000)
+        kept = kept_after(self.client, segment_id, after, 1000)
         return [json.loads(text) for text in kept.envelopes]
 
 
 def pushed(client: redis.Redis, texts: list[str], budget: int | None = None) -> Any:
     """A segment sent through a MemoryChannel (the transport) that logs to Redis."""
-    stream_id = new_stream_id()
+    segment_id = new_segment_id()
     channel = MemoryChannel(budget=budget).into_segment(
-        stream_id, SegmentLog(client, stream_id, THREAD, LIMITS)
+        segment_id, SegmentLog(client, segment_id, THREAD, LIMITS)
     )
     for text in texts:
         channel.send(ProtocolEvent("text", {"content": text}))
     channel.completed(State(THREAD), THREAD)
-    return stream_id, channel.frames()
+    return segment_id, channel.frames()
 
 
-def logged(client: redis.Redis, stream_id: str) -> list[Envelope]:
-    return [Envelope.parse(text) for text in entries(client, stream_id)]
+def logged(client: redis.Redis, segment_id: str) -> list[Envelope]:
+    return [Envelope.parse(text) for text in entries(client, segment_id)]
 
 
 def test_a_dropped_fragment_is_replaced_by_the_logged_event(client: redis.Redis) -> None:
-    stream_id, frames = pushed(client, ["a", "ü" * 400, "c"], budget=300)
+    segment_id, frames = pushed(client, ["a", "ü" * 400, "c"], budget=300)
     fragments = [f for f in frames if f["type"] == "stream.fragment"]
     assert len(fragments) > 2
     recover = LogRecovery(client)
@@ -70,14 +72,14 @@ def test_a_dropped_fragment_is_replaced_by_the_logged_event(client: redis.Redis)
     for frame in frames:
         if frame is not fragments[1]:
             consumer.feed(frame)
-    assert delivered == logged(client, stream_id)
+    assert delivered == logged(client, segment_id)
     assert recover.asks == [0]  # one ask, after the first delivered event
 
 
 def test_asks_back_off_on_the_clock_and_stop_after_the_attempts(client: redis.Redis) -> None:
-    stream_id, frames = pushed(client, ["a", "b", "c", "d"])
-    client.delete(log_key(stream_id))
-    SegmentLog(client, stream_id, THREAD, LIMITS).append(json.dumps(frames[0]))
+    segment_id, frames = pushed(client, ["a", "b", "c", "d"])
+    client.delete(log_key(segment_id))
+    SegmentLog(client, segment_id, THREAD, LIMITS).append(json.dumps(frames[0]))
     recover, clock, gaps = LogRecovery(client), Clock(), list[str]()
     consumer = Consumer(
         on_gap=gaps.append,
@@ -110,10 +112,10 @@ def test_asks_back_off_on_the_clock_and_stop_after_the_attempts(client: redis.Re
 
 
 def test_the_log_catching_up_fills_the_hole_on_a_later_ask(client: redis.Redis) -> None:
-    stream_id, frames = pushed(client, ["a", "b", "c"])
-    full = logged(client, stream_id)
-    client.delete(log_key(stream_id))
-    log = SegmentLog(client, stream_id, THREAD, LIMITS)
+    segment_id, frames = pushed(client, ["a", "b", "c"])
+    full = logged(client, segment_id)
+    client.delete(log_key(segment_id))
+    log = SegmentLog(client, segment_id, THREAD, LIMITS)
     log.append(json.dumps(frames[0]))
     recover, clock, delivered = LogRecovery(client), Clock(), list[Envelope]()
     consumer = Consumer(delivered.append, clock=clock, recover=recover, recover_backoff=1.0)
@@ -129,8 +131,8 @@ def test_the_log_catching_up_fills_the_hole_on_a_later_ask(client: redis.Redis) 
 
 
 def test_a_log_that_cannot_supply_the_hole_is_a_gap(client: redis.Redis) -> None:
-    stream_id, frames = pushed(client, ["a", "b", "c"])
-    client.delete(log_key(stream_id))
+    segment_id, frames = pushed(client, ["a", "b", "c"])
+    client.delete(log_key(segment_id))
     gaps: list[str] = []
     consumer = Consumer(on_gap=gaps.append, recover=LogRecovery(client))
     consumer.feed(frames[0])

@@ -14,9 +14,10 @@ from redis.client import Pipeline
 
 from relayline.channels import LogLimits, SegmentLog
 from relayline.channels.envelope import Envelope
-from relayline.channels.group_commit import GroupWriter, writer_for
-from relayline.channels.log import LogBatching, entries, log_key
-from relayline.shared.ids import new_stream_id
+from relayline.channels.keys import log_key
+from relayline.channels.stream.group_commit import GroupWriter, writer_for
+from relayline.channels.stream.log import LogBatching, entries
+from relayline.shared.ids import new_segment_id
 
 pytestmark = pytest.mark.integration
 
@@ -60,20 +61,20 @@ def held(redis_url: str) -> Any:
     client.close()
 
 
-def _envelope(stream_id: str, sequence: int, terminal: bool = False) -> str:
+def _envelope(segment_id: str, sequence: int, terminal: bool = False) -> str:
     kind = "stream.completed" if terminal else "text"
-    return Envelope(stream_id, sequence, kind, {"n": sequence}).to_json()
+    return Envelope(segment_id, sequence, kind, {"n": sequence}).to_json()
 
 
 def _log(client: redis.Redis, thread: str) -> SegmentLog:
-    return SegmentLog(client, new_stream_id(), thread, LIMITS, batching=EAGER)
+    return SegmentLog(client, new_segment_id(), thread, LIMITS, batching=EAGER)
 
 
 def _hold_a_round(client: HeldRedis, log: SegmentLog) -> tuple[threading.Event, threading.Thread]:
     """A round trip for ``log`` held in flight in another thread."""
     release = threading.Event()
     client.hold = release
-    writing = threading.Thread(target=log.append, args=(_envelope(log.stream_id, 0),))
+    writing = threading.Thread(target=log.append, args=(_envelope(log.segment_id, 0),))
     writing.start()
     assert client.holding.wait(10)
     return release, writing
@@ -87,20 +88,20 @@ def test_appends_during_a_round_trip_share_the_next_one_and_keep_their_order(
     logs = [_log(held, f"thread-{n}") for n in range(20)]
     for log in logs:
         for sequence in range(3):
-            log.append(_envelope(log.stream_id, sequence))  # returns: a round is in flight
-    assert all(entries(held, log.stream_id) == [] for log in logs)
+            log.append(_envelope(log.segment_id, sequence))  # returns: a round is in flight
+    assert all(entries(held, log.segment_id) == [] for log in logs)
 
     release.set()
     writing.join(10)
     for log in logs:
         log.flush()
 
-    assert held.rounds[0] == [log_key(first.stream_id)]
+    assert held.rounds[0] == [log_key(first.segment_id)]
     # One round trip for all twenty logs, each log's three envelopes as one entry.
-    assert held.rounds[1] == [log_key(log.stream_id) for log in logs]
+    assert held.rounds[1] == [log_key(log.segment_id) for log in logs]
     assert len(held.rounds) == 2
     for log in logs:
-        assert [Envelope.parse(e).sequence for e in entries(held, log.stream_id)] == [0, 1, 2]
+        assert [Envelope.parse(e).sequence for e in entries(held, log.segment_id)] == [0, 1, 2]
 
 
 def test_a_terminal_during_a_round_trip_is_written_when_its_append_returns(
@@ -109,11 +110,11 @@ def test_a_terminal_during_a_round_trip_is_written_when_its_append_returns(
     first = _log(held, "thread-busy")
     release, writing = _hold_a_round(held, first)
     log = _log(held, "thread-ending")
-    log.append(_envelope(log.stream_id, 0))
+    log.append(_envelope(log.segment_id, 0))
     done = threading.Event()
 
     def end() -> None:
-        log.append(_envelope(log.stream_id, 1, terminal=True), terminal=True)
+        log.append(_envelope(log.segment_id, 1, terminal=True), terminal=True)
         done.set()
 
     ending = threading.Thread(target=end)
@@ -123,7 +124,7 @@ def test_a_terminal_during_a_round_trip_is_written_when_its_append_returns(
     ending.join(10)
     writing.join(10)
     assert done.is_set()
-    kept = [Envelope.parse(e) for e in entries(held, log.stream_id)]
+    kept = [Envelope.parse(e) for e in entries(held, log.segment_id)]
     assert [e.sequence for e in kept] == [0, 1] and kept[-1].is_terminal
 
 
@@ -131,18 +132,18 @@ def test_a_failing_log_fails_alone_in_a_shared_round(held: HeldRedis) -> None:
     first = _log(held, "thread-hold")
     release, writing = _hold_a_round(held, first)
     broken, healthy = _log(held, "thread-broken"), _log(held, "thread-healthy")
-    held.set(log_key(broken.stream_id), "not a stream")  # XADD answers WRONGTYPE
-    broken.append(_envelope(broken.stream_id, 0))
-    healthy.append(_envelope(healthy.stream_id, 0))
+    held.set(log_key(broken.segment_id), "not a stream")  # XADD answers WRONGTYPE
+    broken.append(_envelope(broken.segment_id, 0))
+    healthy.append(_envelope(healthy.segment_id, 0))
     release.set()
     writing.join(10)
     healthy.flush()
 
-    assert held.rounds[1] == [log_key(broken.stream_id), log_key(healthy.stream_id)]
+    assert held.rounds[1] == [log_key(broken.segment_id), log_key(healthy.segment_id)]
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
-        broken.append(_envelope(broken.stream_id, 1))
-    healthy.append(_envelope(healthy.stream_id, 1, terminal=True), terminal=True)
-    assert [Envelope.parse(e).sequence for e in entries(held, healthy.stream_id)] == [0, 1]
+        broken.append(_envelope(broken.segment_id, 1))
+    healthy.append(_envelope(healthy.segment_id, 1, terminal=True), terminal=True)
+    assert [Envelope.parse(e).sequence for e in entries(held, healthy.segment_id)] == [0, 1]
 
 
 def test_many_threads_lose_nothing_and_use_fewer_round_trips_than_appends(
@@ -153,8 +154,8 @@ def test_many_threads_lose_nothing_and_use_fewer_round_trips_than_appends(
 
     def run(log: SegmentLog) -> None:
         for sequence in range(per_log - 1):
-            log.append(_envelope(log.stream_id, sequence))
-        log.append(_envelope(log.stream_id, per_log - 1, terminal=True), terminal=True)
+            log.append(_envelope(log.segment_id, sequence))
+        log.append(_envelope(log.segment_id, per_log - 1, terminal=True), terminal=True)
 
     threads = [threading.Thread(target=run, args=(log,)) for log in logs]
     for thread in threads:
@@ -162,7 +163,7 @@ def test_many_threads_lose_nothing_and_use_fewer_round_trips_than_appends(
     for thread in threads:
         thread.join(60)
     for log in logs:
-        kept = [Envelope.parse(e).sequence for e in entries(held, log.stream_id)]
+        kept = [Envelope.parse(e).sequence for e in entries(held, log.segment_id)]
         assert kept == list(range(per_log))
     assert len(held.rounds) < len(logs) * per_log
     assert any(len(keys) > 1 for keys in held.rounds)  # some rounds carried several logs

@@ -22,10 +22,12 @@ from relayline.channels import (
     subscriber_token,
 )
 from relayline.channels.envelope import FRAGMENT, TERMINALS
-from relayline.shared.adapters import AGUIAdapter, StreamAdapter, VercelAIAdapter
 from relayline.shared.agent import Agent, AgentSpec
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.adapter import StreamAdapter
+from relayline.shared.protocols.agui import AGUIAdapter
+from relayline.shared.protocols.vercel import VercelAIAdapter
 from relayline.shared.providers import ScriptedProvider
 from tests.support.channel_behaviour import ChannelBehaviour, terminal_arrived
 from tests.support.channel_support import State

@@ -11,10 +11,10 @@ import pytest
 import redis
 
 from relayline.channels import ChannelReadError, LogLimits, LogOnlyChannel, SegmentLog
-from relayline.channels.log import LogBatching
-from relayline.channels.multiplex import BLOCK_MS, LogMultiplexer, Subscription
+from relayline.channels.stream.log import LogBatching
+from relayline.channels.stream.reader import BLOCK_MS, LogMultiplexer, Subscription
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from tests.support.channel_support import State
 
 pytestmark = pytest.mark.integration
@@ -30,14 +30,16 @@ def logs(client: redis.Redis) -> Iterator[LogMultiplexer]:
 def _segment(
     client: redis.Redis, thread: str, contents: list[str], *, end: bool = True, batch: int = 1000
 ) -> str:
-    stream_id = new_stream_id()
-    log = SegmentLog(client, stream_id, thread, LogLimits(), batching=LogBatching(60, 10**6, batch))
-    channel = LogOnlyChannel().into_segment(stream_id, log)
+    segment_id = new_segment_id()
+    log = SegmentLog(
+        client, segment_id, thread, LogLimits(), batching=LogBatching(60, 10**6, batch)
+    )
+    channel = LogOnlyChannel().into_segment(segment_id, log)
     for content in contents:
         channel.send(ProtocolEvent("text", {"content": content}))
     if end:
         channel.completed(State(thread), thread)
-    return stream_id
+    return segment_id
 
 
 def _read_all(subscription: Subscription) -> list[int]:
@@ -73,15 +75,15 @@ def test_many_subscriptions_each_read_their_own_segment_in_order(
 
 
 def test_a_cursor_skips_what_the_client_holds(client: redis.Redis, logs: LogMultiplexer) -> None:
-    stream_id = _segment(client, "t-cursor", ["a", "b", "c", "d"], batch=3)
-    with logs.subscribe(stream_id, after=1) as subscription:
+    segment_id = _segment(client, "t-cursor", ["a", "b", "c", "d"], batch=3)
+    with logs.subscribe(segment_id, after=1) as subscription:
         assert _read_all(subscription) == [2, 3, 4]
 
 
 def test_a_new_subscription_wakes_the_blocked_reader(client: redis.Redis) -> None:
     # A tick longer than a BLOCK: only the wake can end the reader's XREAD early.
     logs = LogMultiplexer(client, tick=2 * BLOCK_MS / 1000)
-    idle = logs.subscribe(new_stream_id())  # a segment whose job has not started
+    idle = logs.subscribe(new_segment_id())  # a segment whose job has not started
     _blocked(client, logs)
     ready = _segment(client, "t-wake", ["now"])
     began = time.monotonic()
@@ -98,7 +100,7 @@ def test_a_waiting_response_gets_its_heartbeats_and_its_silence_timeout_from_the
 ) -> None:
     logs = LogMultiplexer(client, tick=0.05)
     try:
-        with logs.subscribe(new_stream_id()) as subscription:  # nothing is ever written
+        with logs.subscribe(new_segment_id()) as subscription:  # nothing is ever written
             batches = subscription.batches(wait=0.2, timeout=0.7)
             began = time.monotonic()
             assert next(batches) is None and next(batches) is None
@@ -117,7 +119,7 @@ def test_a_reader_that_stops_ends_every_waiting_response(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     logs = LogMultiplexer(client)
-    subscription = logs.subscribe(new_stream_id())
+    subscription = logs.subscribe(new_segment_id())
     _blocked(client, logs)
     # Fault injection: the reader thread meets what no handler catches (as a greenlet
     # killed under gevent would).
@@ -133,10 +135,10 @@ def test_a_reader_that_stops_ends_every_waiting_response(
 
 
 def test_a_live_segment_arrives_as_it_is_written(client: redis.Redis, logs: LogMultiplexer) -> None:
-    stream_id = new_stream_id()
-    log = SegmentLog(client, stream_id, "t-live", LogLimits(), batching=LogBatching(0))
-    channel = LogOnlyChannel().into_segment(stream_id, log)
-    with logs.subscribe(stream_id) as subscription:
+    segment_id = new_segment_id()
+    log = SegmentLog(client, segment_id, "t-live", LogLimits(), batching=LogBatching(0))
+    channel = LogOnlyChannel().into_segment(segment_id, log)
+    with logs.subscribe(segment_id) as subscription:
         batches = subscription.batches(wait=5, timeout=10)
         for n in range(5):
             channel.send(ProtocolEvent("text", {"content": str(n)}))
@@ -149,16 +151,16 @@ def test_a_live_segment_arrives_as_it_is_written(client: redis.Redis, logs: LogM
 def test_a_second_reader_of_a_log_already_read_gets_it_from_the_start(
     client: redis.Redis, logs: LogMultiplexer
 ) -> None:
-    stream_id = new_stream_id()
-    log = SegmentLog(client, stream_id, "t-two", LogLimits(), batching=LogBatching(0))
-    channel = LogOnlyChannel().into_segment(stream_id, log)
+    segment_id = new_segment_id()
+    log = SegmentLog(client, segment_id, "t-two", LogLimits(), batching=LogBatching(0))
+    channel = LogOnlyChannel().into_segment(segment_id, log)
     channel.send(ProtocolEvent("text", {"content": "first"}))
-    with logs.subscribe(stream_id) as first:
+    with logs.subscribe(segment_id) as first:
         batches = first.batches(wait=5, timeout=10)
         assert [s.sequence for s in next(batches) or []] == [0]
         channel.send(ProtocolEvent("text", {"content": "second"}))
         assert [s.sequence for s in next(batches) or []] == [1]
-        with logs.subscribe(stream_id) as second:
+        with logs.subscribe(segment_id) as second:
             channel.completed(State("t-two"), "t-two")
             assert _read_all(second) == [0, 1, 2]
         assert [s.sequence for s in next(batches) or []] == [2]
@@ -167,8 +169,8 @@ def test_a_second_reader_of_a_log_already_read_gets_it_from_the_start(
 def test_a_full_subscription_pauses_its_log_until_it_drains(client: redis.Redis) -> None:
     logs = LogMultiplexer(client, queue_limit=10)
     try:
-        stream_id = _segment(client, "t-slow", [str(n) for n in range(600)], batch=1)
-        with logs.subscribe(stream_id) as slow:
+        segment_id = _segment(client, "t-slow", [str(n) for n in range(600)], batch=1)
+        with logs.subscribe(segment_id) as slow:
             _blocked(client, logs)  # it read once (100 entries), then left the log out
             assert slow._pending == 100 and slow._stalled
             # Draining resumes the reading; nothing was lost meanwhile.
@@ -179,11 +181,11 @@ def test_a_full_subscription_pauses_its_log_until_it_drains(client: redis.Redis)
 
 def test_closing_ends_every_subscription_and_refuses_new_ones(client: redis.Redis) -> None:
     logs = LogMultiplexer(client)
-    open_one = logs.subscribe(new_stream_id())
+    open_one = logs.subscribe(new_segment_id())
     _blocked(client, logs)
     logs.close()
     with pytest.raises(ChannelReadError, match="closed"):
         list(open_one.batches(wait=5, timeout=10))
     with pytest.raises(ChannelReadError, match="closed"):
-        logs.subscribe(new_stream_id())
+        logs.subscribe(new_segment_id())
     assert not client.exists(logs.wake_key)

@@ -19,10 +19,12 @@ from ag_ui_validate.pytest_plugin import assert_valid_agui
 
 from relayline.channels import AbstractChannel, Consumer, Envelope, PublishError, PusherChannel
 from relayline.channels.envelope import FRAGMENT, TERMINALS
-from relayline.shared.adapters import AGUIAdapter, StreamAdapter, VercelAIAdapter
 from relayline.shared.agent import Agent, AgentSpec
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.adapter import StreamAdapter
+from relayline.shared.protocols.agui import AGUIAdapter
+from relayline.shared.protocols.vercel import VercelAIAdapter
 from relayline.shared.providers import ScriptedProvider
 from tests.support.channel_behaviour import ChannelBehaviour, terminal_arrived
 from tests.support.channel_support import State
@@ -187,10 +189,10 @@ def publish_segment(channel: PusherChannel, terminal: str) -> list[tuple[str, An
     return [(e.type, e.data) for e in events] + [(terminal, {"workflowId": "thread-42"})]
 
 
-def delivered(frames: list[dict[str, Any]], stream_id: str | None = None) -> list[Envelope]:
+def delivered(frames: list[dict[str, Any]], segment_id: str | None = None) -> list[Envelope]:
     found: list[Envelope] = []
     gaps: list[str] = []
-    consumer = Consumer(found.append, gaps.append, stream_id=stream_id)
+    consumer = Consumer(found.append, gaps.append, segment_id=segment_id)
     for frame in frames:
         consumer.feed(frame)
     assert not gaps
@@ -234,7 +236,7 @@ def test_independent_streams_on_one_channel_never_mix(soketi: Soketi) -> None:  
     finally:
         subscription.close()
     for channel, label, thread in ((first, "first", "thread-a"), (second, "second", "thread-b")):
-        events = delivered(frames, channel.stream_id)
+        events = delivered(frames, channel.segment_id)
         assert [e.data.get("from") for e in events[:-1]] == [label] * 3
         assert events[-1].data == {"workflowId": thread}
 
@@ -270,7 +272,7 @@ def test_a_wrong_key_or_altered_ciphertext_yields_no_plaintext(soketi: Soketi) -
 
 def _altered(channel: PusherChannel, event: ProtocolEvent) -> dict[str, str]:
     """``event`` encrypted like the channel does, with one ciphertext byte flipped."""
-    envelope = Envelope(channel.stream_id, 99, event.type, event.data).to_json()
+    envelope = Envelope(channel.segment_id, 99, event.type, event.data).to_json()
     sealed = pusher.crypto.encrypt(channel.channel, envelope, base64.b64decode(KEY))
     ciphertext = bytearray(base64.b64decode(sealed["ciphertext"]))
     ciphertext[0] ^= 1

@@ -19,8 +19,8 @@ from relayline.channels.errors import (
 )
 from relayline.shared.delivery import Channel
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import STREAM_ID as STREAM_ID_PATTERN
-from tests.support.channel_support import STREAM_ID, Memory, State
+from relayline.shared.ids import SEGMENT_ID as SEGMENT_ID_PATTERN
+from tests.support.channel_support import SEGMENT_ID, Memory, State
 
 DONE = State("thread-42")
 
@@ -29,25 +29,25 @@ def delta(text: str) -> ProtocolEvent:
     return ProtocolEvent("text-delta", {"id": "text_k2", "delta": text})
 
 
-def test_events_share_a_stream_id_and_count_from_zero() -> None:  # A1
+def test_events_share_a_segment_id_and_count_from_zero() -> None:  # A1
     channel = Memory()
-    channel._stream_id = None  # drawn lazily on the first event
+    channel._segment_id = None  # drawn lazily on the first event
     channel.send(delta("a"))
     channel.send(ProtocolEvent("custom", {"type": "payload-type", "value": [1, {}]}))
     channel.completed(DONE, "thread-42")
     envelopes = channel.envelopes()
-    assert {e.stream_id for e in envelopes} == {channel.stream_id}
-    assert STREAM_ID_PATTERN.fullmatch(channel.stream_id)
+    assert {e.segment_id for e in envelopes} == {channel.segment_id}
+    assert SEGMENT_ID_PATTERN.fullmatch(channel.segment_id)
     assert [e.sequence for e in envelopes] == [0, 1, 2]
     assert envelopes[1].type == "custom"
     assert envelopes[1].data == {"type": "payload-type", "value": [1, {}]}
     assert channel.sequence == 3
 
 
-def test_each_channel_instance_draws_its_own_stream_id() -> None:
+def test_each_channel_instance_draws_its_own_segment_id() -> None:
     first, second = CallbackChannel(print), CallbackChannel(print)
-    assert first.stream_id != second.stream_id
-    assert first.stream_id == first.stream_id
+    assert first.segment_id != second.segment_id
+    assert first.segment_id == first.segment_id
 
 
 # The state names another thread: the workflow id must come from the argument alone.
@@ -85,7 +85,7 @@ def test_batch_count_then_pending_then_terminal_alone() -> None:  # A3
 
 def envelope_bytes(text: str, sequence: int = 0) -> int:
     data = encode_json({"id": "text_k2", "delta": text})
-    return len(encode_envelope(STREAM_ID, sequence, "text-delta", data).encode())
+    return len(encode_envelope(SEGMENT_ID, sequence, "text-delta", data).encode())
 
 
 def test_byte_budget_includes_the_wrapper() -> None:  # A4

@@ -16,13 +16,13 @@ from relayline.channels.envelope import (
 from relayline.channels.errors import ChannelLimitError, EnvelopeError
 from relayline.channels.fragments import Fragment, fragment_envelopes, join_parts, largest
 from relayline.shared.events import ProtocolEvent
-from relayline.shared.ids import new_stream_id
+from relayline.shared.ids import new_segment_id
 from relayline.shared.jsonutil import dumps
-from tests.support.channel_support import STREAM_ID, Memory, State
+from tests.support.channel_support import SEGMENT_ID, Memory, State
 
 
 def test_envelope_key_order_and_compact_utf8() -> None:
-    text = encode_envelope(STREAM_ID, 7, "text-delta", encode_json({"delta": "è / 😀"}))
+    text = encode_envelope(SEGMENT_ID, 7, "text-delta", encode_json({"delta": "è / 😀"}))
     assert text == (
         '{"streamId":"3f9a0c2e7b6d4e18a5c1f0b2d4e6a8c0","sequence":7,'
         '"type":"text-delta","data":{"delta":"è / 😀"}}'
@@ -30,8 +30,8 @@ def test_envelope_key_order_and_compact_utf8() -> None:
     assert list(json.loads(text)) == ["streamId", "sequence", "type", "data"]
 
 
-def test_stream_ids_are_fresh_32_hex() -> None:
-    ids = {new_stream_id() for _ in range(50)}
+def test_segment_ids_are_fresh_32_hex() -> None:
+    ids = {new_segment_id() for _ in range(50)}
     assert len(ids) == 50
     assert all(len(i) == 32 and int(i, 16) >= 0 and i == i.lower() for i in ids)
 
@@ -47,14 +47,14 @@ def test_terminal_carries_only_the_workflow_id() -> None:
 
 
 def test_envelope_round_trip_and_event() -> None:
-    envelope = Envelope(STREAM_ID, 3, "custom", {"type": "inner", "value": {}})
+    envelope = Envelope(SEGMENT_ID, 3, "custom", {"type": "inner", "value": {}})
     assert Envelope.parse(envelope.to_json()) == envelope
     assert Envelope.parse(envelope.to_json().encode()) == envelope
     # The envelope type is the event's; a payload "type" key stays in data.
     assert envelope.to_event() == ProtocolEvent("custom", {"type": "inner", "value": {}})
-    assert Envelope(STREAM_ID, 0, "finish", []).to_event() == ProtocolEvent("finish", {})
+    assert Envelope(SEGMENT_ID, 0, "finish", []).to_event() == ProtocolEvent("finish", {})
     with pytest.raises(EnvelopeError, match="must be an object"):
-        Envelope(STREAM_ID, 0, "x", [1]).to_event()
+        Envelope(SEGMENT_ID, 0, "x", [1]).to_event()
 
 
 @pytest.mark.parametrize(
@@ -63,15 +63,15 @@ def test_envelope_round_trip_and_event() -> None:
         "not json",
         b"\xff\xfe",
         "[]",
-        {"streamId": STREAM_ID.upper(), "sequence": 0, "type": "t", "data": {}},
-        {"streamId": STREAM_ID[:-1], "sequence": 0, "type": "t", "data": {}},
-        {"streamId": STREAM_ID, "sequence": -1, "type": "t", "data": {}},
-        {"streamId": STREAM_ID, "sequence": True, "type": "t", "data": {}},
-        {"streamId": STREAM_ID, "sequence": 1.0, "type": "t", "data": {}},
-        {"streamId": STREAM_ID, "sequence": 2**53, "type": "t", "data": {}},
-        {"streamId": STREAM_ID, "sequence": 0, "type": "", "data": {}},
-        {"streamId": STREAM_ID, "sequence": 0, "type": 3, "data": {}},
-        {"streamId": STREAM_ID, "sequence": 0, "type": "t"},
+        {"streamId": SEGMENT_ID.upper(), "sequence": 0, "type": "t", "data": {}},
+        {"streamId": SEGMENT_ID[:-1], "sequence": 0, "type": "t", "data": {}},
+        {"streamId": SEGMENT_ID, "sequence": -1, "type": "t", "data": {}},
+        {"streamId": SEGMENT_ID, "sequence": True, "type": "t", "data": {}},
+        {"streamId": SEGMENT_ID, "sequence": 1.0, "type": "t", "data": {}},
+        {"streamId": SEGMENT_ID, "sequence": 2**53, "type": "t", "data": {}},
+        {"streamId": SEGMENT_ID, "sequence": 0, "type": "", "data": {}},
+        {"streamId": SEGMENT_ID, "sequence": 0, "type": 3, "data": {}},
+        {"streamId": SEGMENT_ID, "sequence": 0, "type": "t"},
     ],
 )
 def test_invalid_envelopes_are_refused(frame: object) -> None:
@@ -95,7 +95,7 @@ def test_worked_example_of_the_sizing_search() -> None:
     assert sizes == [119, 196, 196, 196, 196, 196, 196, 168, 120]
     fragments = [json.loads(d) for d in channel.deliveries[1:-1]]
     assert fragments[0] == {
-        "streamId": STREAM_ID,
+        "streamId": SEGMENT_ID,
         "sequence": 1,
         "type": "stream.fragment",
         "data": {
@@ -114,7 +114,7 @@ def test_worked_example_of_the_sizing_search() -> None:
 
 def test_parts_are_urlsafe_whole_groups_and_only_the_last_is_padded() -> None:
     data = encode_json({"blob": "\u00ff\u00fe?>" * 300})  # bytes that base64 to + and /
-    envelopes = fragment_envelopes(STREAM_ID, 4, "x", data, lambda e: 300 - len(e.encode()))
+    envelopes = fragment_envelopes(SEGMENT_ID, 4, "x", data, lambda e: 300 - len(e.encode()))
     fragments = [Fragment.parse(json.loads(e)["data"]) for e in envelopes]
     parts = [f.part for f in fragments]
     assert all("+" not in p and "/" not in p for p in parts)
@@ -133,13 +133,13 @@ def test_search_is_the_largest_fitting_group_count() -> None:
         def room(envelope: str, limit: int = limit) -> int:
             return limit - len(envelope)
 
-        envelopes = fragment_envelopes(STREAM_ID, 0, "t", data, room)
+        envelopes = fragment_envelopes(SEGMENT_ID, 0, "t", data, room)
         assert all(len(e) <= limit for e in envelopes)
         first = json.loads(envelopes[0])["data"]["part"]
         # One more group in the probe (index = total = ceil(L / 3)) would not fit.
         most = -(-len(data.encode()) // 3)
         probe = encode_envelope(
-            STREAM_ID,
+            SEGMENT_ID,
             0,
             "stream.fragment",
             f'{{"event":"t","index":{most},"total":{most},"part":"{"A" * (len(first) + 4)}"}}',
@@ -149,7 +149,7 @@ def test_search_is_the_largest_fitting_group_count() -> None:
 
 def test_no_room_for_any_group_raises() -> None:
     with pytest.raises(ChannelLimitError, match="fragment envelope"):
-        fragment_envelopes(STREAM_ID, 0, "t", '{"a":1}', lambda e: 100 - len(e))
+        fragment_envelopes(SEGMENT_ID, 0, "t", '{"a":1}', lambda e: 100 - len(e))
 
 
 def test_largest_is_a_binary_search() -> None:

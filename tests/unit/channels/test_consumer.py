@@ -68,7 +68,7 @@ def test_interleaved_fragments_are_ordered_and_precede_an_early_terminal() -> No
 
 
 def test_other_segments_and_delivered_duplicates_are_ignored() -> None:  # 137
-    r = Recorder(stream_id=SID)
+    r = Recorder(segment_id=SID)
     r.feed(frame(0), frame(0, sid=OTHER), frame(0), frame(1), frame(0))
     r.feed(frame(2, "stream.completed"), frame(1), frame(2, "stream.completed"))
     assert r.seen == [(0, "text"), (1, "text"), (2, "stream.completed")]
@@ -265,7 +265,7 @@ def test_segments_are_discovered_and_finished_ones_stay_closed() -> None:  # 150
     r = Recorder()
     r.feed(frame(1, sid=OTHER), frame(0), frame(0, sid=OTHER), frame(1, "stream.failed"))
     r.feed(frame(0), frame(1, "stream.failed"), frame(2))  # late frames of a finished segment
-    assert [(e.stream_id, e.sequence) for e in r.events] == [
+    assert [(e.segment_id, e.sequence) for e in r.events] == [
         (SID, 0),
         (OTHER, 0),
         (OTHER, 1),
@@ -289,7 +289,7 @@ def test_stream_limits() -> None:  # 150
 
 def test_invalid_selection_is_refused() -> None:
     with pytest.raises(ValueError, match="stream id"):
-        Consumer(stream_id="ABC")
+        Consumer(segment_id="ABC")
 
 
 @pytest.mark.parametrize("update", ["{}", "not json", json.dumps([frame(0), 3]), b"\xff"])

@@ -13,13 +13,13 @@ import pytest
 
 from relayline.channels import CallbackChannel, Consumer, Envelope, FakeChannel
 from relayline.channels.base import SegmentState
-from relayline.shared.adapters import NativeAdapter
 from relayline.shared.agent import Agent, AgentSpec
 from relayline.shared.chunks import InterruptEvent
 from relayline.shared.delivery import Channel
 from relayline.shared.errors import RunFailedError
 from relayline.shared.interrupts import ApprovalRequest, ToolResultsRequest
 from relayline.shared.persistence import Store
+from relayline.shared.protocols.native import NativeAdapter
 from relayline.shared.providers import ScriptedProvider
 from tests.support.agents import build_spec
 from tests.support.channel_support import Memory
@@ -149,7 +149,7 @@ def test_resumed_segment_gets_a_fresh_stream_from_sequence_zero(
     agent.submit_tool_results({"call_t": {"result": "Title"}}).run()
     first, second = segments.received
     assert first[-1].type == "stream.interrupted" and second[-1].type == "stream.completed"
-    assert first[0].stream_id != second[0].stream_id
+    assert first[0].segment_id != second[0].segment_id
     assert second[0].sequence == 0 and second[0].type == "tool-result"
     assert not any(e.type == "tool-call" for e in second)
 

@@ -96,7 +96,7 @@ def test_each_event_is_a_private_update_of_one_envelope(hub: StandInServer, cloc
     assert dict(form)["topic"] == TOPIC and dict(form)["private"] == "on"
     assert json.loads(dict(form)["data"]) == [
         {
-            "streamId": sender.stream_id,
+            "streamId": sender.segment_id,
             "sequence": 0,
             "type": "text-delta",
             "data": {"id": "text_1", "delta": TEXT},

@@ -102,7 +102,7 @@ def test_a_signed_batch_events_post_carries_each_envelope_as_item_data(  # D26
     ]
     first = json.loads(items[0]["data"])
     assert first == {
-        "streamId": channel.stream_id,
+        "streamId": channel.segment_id,
         "sequence": 0,
         "type": "text-delta",
         "data": {"id": "text_1", "delta": TEXT},
@@ -143,7 +143,7 @@ def test_requests_stay_within_the_byte_budget_and_escaping_fragments(api: StandI
     channel.send(delta(text))
     channel.send(delta("short"))
     channel.completed(DONE, "thread-42")
-    assert len(Envelope(channel.stream_id, 0, "text-delta", {"delta": text}).to_json()) < 10_000
+    assert len(Envelope(channel.segment_id, 0, "text-delta", {"delta": text}).to_json()) < 10_000
     assert all(len(r.body) <= 10_000 for r in api.requests)
     found = envelopes(api)
     assert sum(1 for e in found if e.type == "stream.fragment") > 1

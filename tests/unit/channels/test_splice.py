@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from relayline.channels.envelope import Envelope, encode_envelope, encode_json
 from relayline.channels.errors import ChannelReadError
-from relayline.channels.splice import splice
+from relayline.channels.stream.splice import splice
 from relayline.shared.sse import encode_event
 
 STREAM = "0123456789abcdef" * 2

@@ -97,7 +97,7 @@ def test_memory_keeps_what_it_would_publish_in_order_with_the_terminal() -> None
     for content in "abc":
         memory.send(text(content))
     memory.interrupted(State("t1"), "w1")
-    sid = memory.stream_id
+    sid = memory.segment_id
     # Deliveries are published batches: two sends, then the pending one, then the terminal.
     assert [len(json.loads(d)) for d in memory.deliveries] == [2, 1, 1]
     assert [(f["sequence"], f["type"]) for f in memory.frames()] == [
@@ -119,7 +119,7 @@ def test_memory_fragments_under_its_budget_and_reassembles_the_terminal() -> Non
     frames = memory.frames()
     assert {f["type"] for f in frames} == {"stream.fragment"}
     assert memory.terminal == Envelope(
-        memory.stream_id, 1, "stream.completed", {"workflowId": long_id}
+        memory.segment_id, 1, "stream.completed", {"workflowId": long_id}
     )
     [event, terminal] = memory.events()
     assert event.data == {"content": "Perugia è bella 😀 " * 40}

@@ -16,7 +16,8 @@ from typing import TypedDict, cast
 
 import redis
 
-from relayline.channels.log import ActiveSegment, LogLimits, announce
+from relayline.channels.keys import queue_key
+from relayline.channels.stream.log import ActiveSegment, LogLimits, announce
 from relayline.shared.jobs import TurnJobJSON
 
 #: (task name, job JSON) -> sends the task (Celery's send_task, by name)
@@ -28,10 +29,6 @@ class QueuedTurn(TypedDict):
     job: TurnJobJSON
     protocol: str
     streamId: str
-
-
-def queue_key(thread_id: str) -> str:
-    return f"relayline:{{thread:{thread_id}}}:queue"
 
 
 def queue_turn(client: redis.Redis, thread_id: str, turn: QueuedTurn, keep: float) -> int:

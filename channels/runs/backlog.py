@@ -20,11 +20,7 @@ from typing import cast
 import redis
 from redis.client import Pipeline
 
-QUEUED_KEY = "relayline:{queued}"
-
-
-def owner_key(owner: str) -> str:
-    return f"{QUEUED_KEY}:owner:{owner}"
+from relayline.channels.keys import QUEUED_KEY, owner_queued_key
 
 
 class Refusal(enum.Enum):
@@ -36,7 +32,7 @@ class Refusal(enum.Enum):
 
 def admit(
     client: redis.Redis,
-    stream_id: str,
+    segment_id: str,
     owner: str,
     *,
     limit: int,
@@ -48,7 +44,7 @@ def admit(
     ``then`` queues what an admitted turn does next (the web's announcement): with no
     limit set nothing can refuse, so those commands share the admission's round trip;
     with a limit they run only once the turn is admitted (a refusal leaves nothing)."""
-    args = (2, QUEUED_KEY, owner_key(owner), stream_id, limit, owner_limit, float(max_age))
+    args = (2, QUEUED_KEY, owner_queued_key(owner), segment_id, limit, owner_limit, float(max_age))
     pipe = client.pipeline(transaction=False)
     pipe.eval(_ADMIT, *args)
     if then is not None and not limit and not owner_limit:
@@ -64,17 +60,17 @@ def admit(
     return None
 
 
-def started(client: redis.Redis, stream_id: str, owner: str) -> None:
+def started(client: redis.Redis, segment_id: str, owner: str) -> None:
     """The turn left the broker (a task began), or was never sent (its send failed)."""
     pipe = client.pipeline(transaction=False)
-    uncount(pipe, stream_id, owner)
+    uncount(pipe, segment_id, owner)
     pipe.execute()
 
 
-def uncount(pipe: Pipeline, stream_id: str, owner: str) -> None:
+def uncount(pipe: Pipeline, segment_id: str, owner: str) -> None:
     """``started``'s commands, queued on a pipeline the caller executes."""
-    pipe.zrem(QUEUED_KEY, stream_id)
-    pipe.zrem(owner_key(owner), stream_id)
+    pipe.zrem(QUEUED_KEY, segment_id)
+    pipe.zrem(owner_queued_key(owner), segment_id)
 
 
 def depth(client: redis.Redis, max_age: float) -> int:

@@ -2,7 +2,7 @@
 
 The worker sets it from another thread when a stop request arrives; whoever is blocked
 on I/O registers a callback that unblocks it (a provider closes its HTTP response), and
-whoever loops checks :meth:`CancelToken.is_set` between steps."""
+whoever loops checks :meth:`StopSignal.is_set` between steps."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from relayline.shared import green
 
 
-class CancelToken:
+class StopSignal:
     """Set once, never cleared. Callbacks run once, on the thread that sets the token
     (or at once on registration when it is already set); a failing callback is logged
     so that one broken hook cannot keep the others from running."""
@@ -33,7 +33,7 @@ class CancelToken:
             return True
         if timeout is not None and green.patched():
             # A paced stream waits here once per chunk (shared.green says what it saves).
-            return green.wait_or_wake(timeout, self.on_cancel) or self._event.is_set()
+            return green.wait_or_wake(timeout, self.on_stop) or self._event.is_set()
         return self._event.wait(timeout)
 
     def set(self) -> None:
@@ -46,7 +46,7 @@ class CancelToken:
         for callback in callbacks:
             _call(callback)
 
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+    def on_stop(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` when the token is set; returns a function that unregisters it."""
         with self._lock:
             if not self._event.is_set():
@@ -66,4 +66,4 @@ def _call(callback: Callable[[], None]) -> None:
     try:
         callback()
     except Exception:
-        logging.getLogger("relayline.cancel").exception("a cancel callback failed")
+        logging.getLogger("relayline.stop").exception("a stop callback failed")

@@ -25,7 +25,7 @@ from typing import Protocol
 import redis
 from redis.client import Pipeline
 
-from relayline.channels.flusher import FLUSHER, Flusher
+from relayline.channels.stream.flusher import FLUSHER, Flusher
 
 
 class Pending(Protocol):

@@ -37,8 +37,9 @@ from redis.client import Pipeline
 
 from relayline.channels.envelope import Envelope
 from relayline.channels.errors import ChannelConfigError, ChannelReadError, SegmentReplacedError
-from relayline.channels.flusher import FLUSHER, Flusher
-from relayline.channels.group_commit import writer_for
+from relayline.channels.keys import active_key, latest_key, log_key, segments_key
+from relayline.channels.stream.flusher import FLUSHER, Flusher
+from relayline.channels.stream.group_commit import writer_for
 from relayline.shared.settings import Settings
 
 logger = logging.getLogger("relayline.channel")
@@ -56,24 +57,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('EXPIRE', KEYS[2], ARGV[2]) end
 return 0
 """
-
-
-def log_key(stream_id: str) -> str:
-    return f"relayline:{{seg:{stream_id}}}:log"
-
-
-def active_key(thread_id: str) -> str:
-    return f"relayline:{{thread:{thread_id}}}:active"
-
-
-def latest_key(thread_id: str) -> str:
-    """The thread's newest segment, running or ended, while its log is kept."""
-    return f"relayline:{{thread:{thread_id}}}:latest"
-
-
-def segments_key(thread_id: str) -> str:
-    """Every segment id of the thread whose log may still be kept (what a delete erases)."""
-    return f"relayline:{{thread:{thread_id}}}:segments"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,16 +83,16 @@ class ActiveSegment:
     resuming client gets only a segment in its own protocol)."""
 
     protocol: str
-    stream_id: str
+    segment_id: str
 
     @property
     def pointer(self) -> str:
-        return f"{self.protocol}:{self.stream_id}"
+        return f"{self.protocol}:{self.segment_id}"
 
     @classmethod
     def parse(cls, pointer: str) -> ActiveSegment | None:
-        protocol, _, stream_id = pointer.partition(":")
-        return cls(protocol, stream_id) if protocol and stream_id else None
+        protocol, _, segment_id = pointer.partition(":")
+        return cls(protocol, segment_id) if protocol and segment_id else None
 
 
 def announce(
@@ -127,7 +110,7 @@ def queue_announce(
     """``announce``'s commands, queued on a pipeline the caller executes."""
     keep = _seconds(limits.max_age + limits.retention)
     pipe.set(active_key(thread_id), segment.pointer, ex=_seconds(limits.max_age))
-    pipe.sadd(segments_key(thread_id), segment.stream_id)
+    pipe.sadd(segments_key(thread_id), segment.segment_id)
     pipe.expire(segments_key(thread_id), keep)
 
 
@@ -137,7 +120,7 @@ def forget_thread(client: redis.Redis, thread_id: str) -> int:
     ids = {m.decode() for m in cast(set[bytes], client.smembers(segments_key(thread_id)))}
     for pointer in (latest_segment(client, thread_id), active_segment(client, thread_id)):
         if pointer is not None:
-            ids.add(pointer.stream_id)
+            ids.add(pointer.segment_id)
     keys = [log_key(i) for i in sorted(ids)]
     keys += [active_key(thread_id), latest_key(thread_id), segments_key(thread_id)]
     # One key per call: the keys of different segments live in different cluster slots.
@@ -164,9 +147,9 @@ class LogGoneError(ChannelReadError):
     cursor): replaying from there would tear the segment."""
 
 
-def entries(client: redis.Redis, stream_id: str) -> list[str]:
+def entries(client: redis.Redis, segment_id: str) -> list[str]:
     """Every envelope the segment's log holds, in order (one string per envelope)."""
-    rows = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(log_key(stream_id)))
+    rows = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(log_key(segment_id)))
     return [text for _, fields in rows for text in split_entry(fields[_FIELD])]
 
 
@@ -217,7 +200,7 @@ class SegmentLog:
     def __init__(
         self,
         client: redis.Redis,
-        stream_id: str,
+        segment_id: str,
         thread_id: str,
         limits: LogLimits,
         protocol: str = "native",
@@ -226,13 +209,13 @@ class SegmentLog:
         flusher: Flusher = FLUSHER,
     ) -> None:
         self.client = client
-        self.stream_id = stream_id
+        self.segment_id = segment_id
         self.thread_id = thread_id
-        self.pointer = ActiveSegment(protocol, stream_id).pointer
+        self.pointer = ActiveSegment(protocol, segment_id).pointer
         self.limits = limits
         self.batching = batching or LogBatching()
         self.flusher = flusher
-        self.key = log_key(stream_id)
+        self.key = log_key(segment_id)
         self._started = False
         self._release = client.register_script(_RELEASE)
         self._lock = threading.Lock()  # the buffer, its terminal flag, the schedule
@@ -328,7 +311,7 @@ class SegmentLog:
             # already, unless nobody did: a timer, a recovery).
             pipe.set(active_key(self.thread_id), self.pointer, ex=_seconds(self.limits.max_age))
             pipe.set(latest_key(self.thread_id), self.pointer, ex=_seconds(self.limits.max_age))
-            pipe.sadd(segments_key(self.thread_id), self.stream_id)
+            pipe.sadd(segments_key(self.thread_id), self.segment_id)
             pipe.expire(
                 segments_key(self.thread_id),
                 _seconds(self.limits.max_age + self.limits.retention),
@@ -366,11 +349,11 @@ class LogReader:
     holds a Redis connection while it waits)."""
 
     def __init__(
-        self, client: redis.Redis, stream_id: str, *, after: int = -1, thread_id: str | None = None
+        self, client: redis.Redis, segment_id: str, *, after: int = -1, thread_id: str | None = None
     ) -> None:
         self.client = client
-        self.stream_id = stream_id
-        self.key = log_key(stream_id)
+        self.segment_id = segment_id
+        self.key = log_key(segment_id)
         self.after = after
         #: when given, a wait also checks that the thread has no newer segment
         self.thread_id = thread_id
@@ -379,7 +362,7 @@ class LogReader:
         """Refuse a cursor the log cannot continue from (LogGoneError): the log is gone
         or was trimmed past it. A log not begun yet is fine (its job is queued)."""
         first = _edge(cast(_Rows, self.client.xrange(self.key, count=1)), 0)
-        check_cursor(self.stream_id, first, self.after)
+        check_cursor(self.segment_id, first, self.after)
 
     def finished_at_cursor(self) -> bool:
         """Whether the segment ended and the cursor already holds its last event."""
@@ -401,7 +384,7 @@ class LogReader:
             if not reply:
                 if time.monotonic() - heard >= timeout:
                     raise ChannelReadError(
-                        f"Segment {self.stream_id} was silent for {timeout:g} seconds."
+                        f"Segment {self.segment_id} was silent for {timeout:g} seconds."
                     )
                 self._check_not_replaced()
                 yield None
@@ -420,33 +403,33 @@ class LogReader:
 
     def _check_not_replaced(self) -> None:
         if self.thread_id is not None:
-            check_not_replaced(self.client, self.thread_id, self.stream_id)
+            check_not_replaced(self.client, self.thread_id, self.segment_id)
 
 
-def check_cursor(stream_id: str, first: Envelope | None, after: int) -> None:
+def check_cursor(segment_id: str, first: Envelope | None, after: int) -> None:
     """Refuse (LogGoneError) a cursor ``after`` that a log whose first kept envelope is
     ``first`` cannot continue from: the log is gone (for a cursor at 0 or above) or was
     trimmed past it. A log not begun yet is fine for -1 (its job is queued)."""
     if first is None:
         if after >= 0:
-            raise LogGoneError(f"Segment {stream_id} is no longer kept.")
+            raise LogGoneError(f"Segment {segment_id} is no longer kept.")
         return
     if first.sequence > after + 1:
         raise LogGoneError(
-            f"Segment {stream_id} keeps events from {first.sequence} on; "
+            f"Segment {segment_id} keeps events from {first.sequence} on; "
             f"the cursor {after} is older."
         )
 
 
-def check_not_replaced(client: redis.Redis, thread_id: str, stream_id: str) -> None:
+def check_not_replaced(client: redis.Redis, thread_id: str, segment_id: str) -> None:
     """A segment whose worker was lost never gets its terminal; the run's recovery goes
     on in a new segment. A reader left waiting on the old one says so
     (SegmentReplacedError) once the thread's newest segment is another one."""
     newest = latest_segment(client, thread_id)
-    if newest is not None and newest.stream_id != stream_id:
+    if newest is not None and newest.segment_id != segment_id:
         raise SegmentReplacedError(
-            f"Segment {stream_id} ended without its terminal: segment "
-            f"{newest.stream_id} replaced it (the run went on elsewhere)."
+            f"Segment {segment_id} ended without its terminal: segment "
+            f"{newest.segment_id} replaced it (the run went on elsewhere)."
         )
 
 
@@ -477,7 +460,7 @@ def _split(rows: _Rows) -> Iterator[str]:
         yield from split_entry(fields[_FIELD])
 
 
-def kept_after(client: redis.Redis, stream_id: str, after: int, limit: int) -> Kept:
+def kept_after(client: redis.Redis, segment_id: str, after: int, limit: int) -> Kept:
     """The envelopes the log keeps with a sequence above ``after`` (-1: from the start),
     at most ``limit`` of them. Raises LogGoneError when the log cannot continue from
     ``after``: it is gone (for a cursor at 0 or above) or was trimmed past it. An
@@ -486,7 +469,7 @@ def kept_after(client: redis.Redis, stream_id: str, after: int, limit: int) -> K
     first: Envelope | None = None
     start = "-"
     while len(found) < limit:
-        rows = cast(_Rows, client.xrange(log_key(stream_id), min=start, count=_PAGE))
+        rows = cast(_Rows, client.xrange(log_key(segment_id), min=start, count=_PAGE))
         for text in _split(rows):
             envelope = Envelope.parse(text)
             first = first or envelope
@@ -495,12 +478,12 @@ def kept_after(client: redis.Redis, stream_id: str, after: int, limit: int) -> K
         if len(rows) < _PAGE:
             break
         start = "(" + rows[-1][0].decode()  # exclusive: after the last entry read
-    check_cursor(stream_id, first, after)
-    end = _edge(cast(_Rows, client.xrevrange(log_key(stream_id), count=1)), -1)
+    check_cursor(segment_id, first, after)
+    end = _edge(cast(_Rows, client.xrevrange(log_key(segment_id), count=1)), -1)
     reached = not found or Envelope.parse(found[-1]).sequence == (end.sequence if end else -1)
     return Kept(found, end is not None and end.is_terminal and reached)
 
 
-def is_thread_segment(client: redis.Redis, thread_id: str, stream_id: str) -> bool:
-    """Whether ``stream_id`` is one of the thread's segments that may still be kept."""
-    return bool(client.sismember(segments_key(thread_id), stream_id))
+def is_thread_segment(client: redis.Redis, thread_id: str, segment_id: str) -> bool:
+    """Whether ``segment_id`` is one of the thread's segments that may still be kept."""
+    return bool(client.sismember(segments_key(thread_id), segment_id))

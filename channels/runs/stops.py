@@ -8,7 +8,7 @@ first model call of a run just admitted under the watcher, whose record holds no
 
 One ``StopWatcher`` per process (after a prefork fork, the child builds its own): one
 Pub/Sub connection on the channel ``relayline:stops`` whatever the number of runs, and
-a map from run id to the ``CancelToken`` of each run this process executes now.
+a map from run id to the ``StopSignal`` of each run this process executes now.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from collections.abc import Callable
 
 import redis
 
-from relayline.shared.cancel import CancelToken
+from relayline.channels.keys import STOPS_CHANNEL, pending_stop_key
+from relayline.shared.stop_signal import StopSignal
 
 logger = logging.getLogger("relayline.stops")
 
-STOPS_CHANNEL = "relayline:stops"
 #: how long ``watch`` waits for the first subscription before going on without it
 _SUBSCRIBE_WAIT = 2.0
 #: pause before resubscribing after Redis went away
@@ -37,19 +37,15 @@ def announce_stop(client: redis.Redis, run_id: str) -> None:
     client.publish(STOPS_CHANNEL, run_id)
 
 
-def pending_stop_key(stream_id: str) -> str:
-    return f"relayline:{{seg:{stream_id}}}:stop"
-
-
-def stop_before_start(client: redis.Redis, stream_id: str, keep: float) -> None:
-    """Stop the segment ``stream_id`` whose task has not started yet (its turn waits in
+def stop_before_start(client: redis.Redis, segment_id: str, keep: float) -> None:
+    """Stop the segment ``segment_id`` whose task has not started yet (its turn waits in
     the broker, so no run exists to record the stop on): the task stops its run as it
     begins. Kept ``keep`` seconds, as long as the segment may still start."""
-    client.set(pending_stop_key(stream_id), "1", ex=max(1, round(keep)))
+    client.set(pending_stop_key(segment_id), "1", ex=max(1, round(keep)))
 
 
-def stopped_before_start(client: redis.Redis, stream_id: str | None) -> bool:
-    return stream_id is not None and bool(client.exists(pending_stop_key(stream_id)))
+def stopped_before_start(client: redis.Redis, segment_id: str | None) -> bool:
+    return segment_id is not None and bool(client.exists(pending_stop_key(segment_id)))
 
 
 class StopWatcher:
@@ -58,7 +54,7 @@ class StopWatcher:
     def __init__(self, client: redis.Redis) -> None:
         self._client = client
         self._lock = threading.Lock()
-        self._tokens: dict[str, set[CancelToken]] = {}
+        self._tokens: dict[str, set[StopSignal]] = {}
         self._subscribed = threading.Event()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
@@ -74,7 +70,7 @@ class StopWatcher:
         with self._lock:
             self._start()
 
-    def watch(self, run_id: str, token: CancelToken) -> Callable[[], None]:
+    def watch(self, run_id: str, token: StopSignal) -> Callable[[], None]:
         """Set ``token`` when ``run_id``'s stop is announced; returns the unwatch."""
         with self._lock:
             self._tokens.setdefault(run_id, set()).add(token)

@@ -1,4 +1,4 @@
-"""Run heartbeats as every process reads them: the key a worker's ``Heartbeat``
+"""Run heartbeats as every process reads them: the key a worker's ``RunHeartbeat``
 (worker.liveness) keeps alive while it executes a run, and the read that tells the web
 a run's holder is gone (the run shows ``recovering`` until a recovery takes it over).
 
@@ -13,10 +13,7 @@ from collections.abc import Iterable
 
 import redis
 
-
-def heartbeat_key(run_id: str) -> str:
-    # The hash tag keeps one run's keys in one Redis Cluster slot.
-    return f"relayline:{{run:{run_id}}}:hb"
+from relayline.channels.keys import heartbeat_key
 
 
 def without_heartbeat(client: redis.Redis, run_ids: Iterable[str]) -> set[str]:

@@ -46,8 +46,9 @@ from typing import Final, Protocol, cast
 import redis
 
 from relayline.channels.errors import ChannelReadError
-from relayline.channels.log import check_not_replaced, log_key, split_entry
-from relayline.channels.splice import Spliced, splice
+from relayline.channels.keys import log_key, reader_wake_key
+from relayline.channels.stream.log import check_not_replaced, split_entry
+from relayline.channels.stream.splice import Spliced, splice
 
 logger = logging.getLogger("relayline.channel")
 
@@ -111,11 +112,11 @@ class Subscription:
     start) to its terminal. Close it (or use it as a context manager) when done."""
 
     def __init__(
-        self, mux: LogMultiplexer, stream_id: str, after: int, thread_id: str | None
+        self, mux: LogMultiplexer, segment_id: str, after: int, thread_id: str | None
     ) -> None:
         self.mux = mux
-        self.stream_id = stream_id
-        self.key = log_key(stream_id)
+        self.segment_id = segment_id
+        self.key = log_key(segment_id)
         #: the sequence of the last envelope taken (the client's cursor)
         self.after = after
         #: when given, silence also checks that the thread has no newer segment
@@ -231,7 +232,7 @@ class Subscription:
                     now = time.monotonic()
                     if now - self._heard >= timeout:
                         raise ChannelReadError(
-                            f"Segment {self.stream_id} was silent for {timeout:g} seconds."
+                            f"Segment {self.segment_id} was silent for {timeout:g} seconds."
                         )
                     if now < max(beat, self._heard) + wait:
                         continue  # the reader wrote events meanwhile: no heartbeat due
@@ -293,7 +294,7 @@ class Subscription:
         goes on in a new segment. A reader left waiting on the old one says so, once
         the old one began (before that, the newest is the thread's previous segment)."""
         if self.thread_id is not None and self.after >= 0:
-            check_not_replaced(self.mux.client, self.thread_id, self.stream_id)
+            check_not_replaced(self.mux.client, self.thread_id, self.segment_id)
 
     def close(self) -> None:
         self._sink = None
@@ -367,7 +368,7 @@ class LogMultiplexer:
 
     def _reset(self) -> None:
         token = uuid.uuid4().hex
-        self.wake_key = f"relayline:mux:{token}:wake"
+        self.wake_key = reader_wake_key(token)
         #: CLIENT SETNAME of the reader's connection (operators see who blocks)
         self.connection_name = f"relayline-mux-{token[:12]}"
         self._lock = threading.Lock()
@@ -384,14 +385,14 @@ class LogMultiplexer:
         self._wake_id = _START
 
     def subscribe(
-        self, stream_id: str, *, after: int = -1, thread_id: str | None = None
+        self, segment_id: str, *, after: int = -1, thread_id: str | None = None
     ) -> Subscription:
-        """Read the log of ``stream_id`` after the sequence ``after`` (its start: -1)."""
+        """Read the log of ``segment_id`` after the sequence ``after`` (its start: -1)."""
         if self._pid != os.getpid():  # a forked child: the thread stayed in the parent
             self._reset()
         if self._closed.is_set():
             raise ChannelReadError("The web app's log reader is closed.")
-        subscription = Subscription(self, stream_id, after, thread_id)
+        subscription = Subscription(self, segment_id, after, thread_id)
         with self._lock:
             self._joining.append(subscription)
             if self._thread is None:
