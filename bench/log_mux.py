@@ -52,7 +52,7 @@ def _read(logs: LogMultiplexer, segment_id: str, counts: list[int]) -> None:
         for batch in subscription.batches(wait=15, timeout=60):
             if batch is None:
                 continue
-            frames = "".join(f"id: {s.sequence}\n{s.frame}" for s in batch)
+            frames = "".join(f"id: {segment_id}:{s.sequence}\n{s.frame}" for s in batch)
             seen += len(batch)
             del frames
     counts.append(seen)

@@ -462,7 +462,7 @@ class SSEDecoder:
         while (end := body.find(b"\n\n", start)) >= 0:
             frame = bytes(body[start:end])
             start = end + 2
-            # A native frame may lead with its cursor (``id: <sequence>``).
+            # A native frame may lead with its cursor (``id: <stream id>:<sequence>``).
             if frame.startswith(b"id: "):
                 frame = frame.partition(b"\n")[2]
             if frame.startswith(b"data: "):

@@ -39,11 +39,11 @@ class ClientGone(Exception):
     """The client of a directly written response went away (its socket failed)."""
 
 
-def frames_of(batch: Sequence[Spliced], ids: bool) -> list[str]:
-    """The SSE frames of a batch's events, terminals left out; ``ids`` puts
-    ``id: <sequence>`` before each (the native cursor)."""
-    if ids:
-        return [f"id: {s.sequence}\n{s.frame}" for s in batch if s.type not in TERMINALS]
+def frames_of(batch: Sequence[Spliced], ids: str | None) -> list[str]:
+    """The SSE frames of a batch's events, terminals left out; ``ids``, the segment's
+    id, puts ``id: <segment>:<sequence>`` before each (the native cursor, web.cursor)."""
+    if ids is not None:
+        return [f"id: {ids}:{s.sequence}\n{s.frame}" for s in batch if s.type not in TERMINALS]
     return [s.frame for s in batch if s.type not in TERMINALS]
 
 
@@ -56,7 +56,7 @@ class DirectSink:
         sock: Any,
         *,
         chunked: bool,
-        ids: bool,
+        ids: str | None,
         on_frames: Callable[[int], None] | None = None,
     ) -> None:
         self._sock = sock  # gevent's socket: the response's own (blocking) writes
@@ -114,7 +114,9 @@ class DirectSocket:
         self.sock = sock
         self.chunked = chunked
 
-    def sink(self, *, ids: bool, on_frames: Callable[[int], None] | None = None) -> DirectSink:
+    def sink(
+        self, *, ids: str | None, on_frames: Callable[[int], None] | None = None
+    ) -> DirectSink:
         return DirectSink(self.sock, chunked=self.chunked, ids=ids, on_frames=on_frames)
 
 

@@ -338,12 +338,14 @@ def log_frames(
     (channels.splice), joined per batch read; a heartbeat comment per ``heartbeat``
     seconds of silence; the terminal is not sent. A broken transport ends with the
     protocol's error frames (``started``: the client already saw the segment begin).
-    ``ids`` puts ``id: <sequence>`` before each frame (the native cursor). With
+    ``ids`` puts ``id: <segment>:<sequence>`` before each frame (the native cursor,
+    web.cursor). With
     ``direct`` (the response's socket, web.direct), the log reader writes the frames
     itself once the headers are out; a client it finds gone ends the body (and calls
     ``on_gone``)."""
     subscription = None
-    sink = direct.sink(ids=ids, on_frames=on_frames) if direct is not None else None
+    cursor_of = segment_id if ids else None
+    sink = direct.sink(ids=cursor_of, on_frames=on_frames) if direct is not None else None
     try:
         # Subscribed here, not by the caller: a body never iterated holds no read.
         subscription = logs.subscribe(segment_id, after=after, thread_id=thread_id)
@@ -351,7 +353,7 @@ def log_frames(
             if batch is None:
                 yield SSE_HEARTBEAT
                 continue
-            frames = frames_of(batch, ids)
+            frames = frames_of(batch, cursor_of)
             if frames:
                 started = True
                 if on_frames is not None:

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
-from werkzeug.exceptions import BadRequest, Gone
 
-from relayline.channels.stream.log import LogGoneError
 from relayline.shared.agent import Agent, Continuation
 from relayline.shared.errors import InputTranslationError
 from relayline.shared.ids import new_id, new_run_id
 from relayline.shared.jobs import ContinueJob, TurnJob, UserTurn
 from relayline.web.auth import current_user, thread_for
 from relayline.web.bounds import MAX_MESSAGE_CHARS, check_answers, check_size
+from relayline.web.cursor import START, Cursor
 from relayline.web.dispatch import current_run, deliver
 from relayline.web.multitask import make_room, strategy
 from relayline.web.recovering import shown_status
-from relayline.web.resume import active_reader, resumed_response
+from relayline.web.resume import resume_native
 from relayline.web.schemas import AnswersBody, NativeMessageBody, parse_body
 from relayline.web.services import services
 
@@ -102,21 +101,11 @@ def resume_stream(thread_id: str) -> Response:
     there is nothing more to send (nothing kept and no cursor, or the cursor holds the
     end), 410 when the cursor is older than what is kept."""
     thread_for(thread_id, current_user(), must_exist=True)
-    after = _cursor()
-    try:
-        reader = active_reader(thread_id, "native", after, ended_too=True)
-    except LogGoneError as exc:
-        raise Gone(exc.message) from exc
-    if reader is None:
-        return Response(status=204)
-    return resumed_response(reader, thread_id, "native", ids=True)
+    return resume_native(thread_id, _cursor())
 
 
-def _cursor() -> int:
+def _cursor() -> Cursor:
     """``Last-Event-ID``, else ``?after``; both are checked when both are sent."""
     given = [request.headers.get("Last-Event-ID"), *request.args.getlist("after")]
-    found = [raw for raw in given if raw is not None]
-    for raw in found:
-        if not raw.strip().lstrip("-").isdigit() or int(raw) < -1:
-            raise BadRequest("The cursor (Last-Event-ID or 'after') must be a sequence number.")
-    return int(found[0]) if found else -1
+    found = [Cursor.parse(raw) for raw in given if raw is not None]
+    return found[0] if found else START

@@ -25,6 +25,10 @@ SOCKET_ID_PATTERN = r"[0-9]{1,20}\.[0-9]{1,20}"
 PUSHER_CHANNEL_PATTERN = r"^private-(?:encrypted-)?thread-(.+)$"
 
 
+#: a native stream cursor (web.cursor): "<stream id>:<sequence>" or a bare sequence
+CURSOR_PATTERN = f"^({SEGMENT_ID_PATTERN}:)?(-1|0|[1-9][0-9]{{0,17}})$"
+
+
 #: a thread id as documented; web.auth.check_thread_id checks it (with its own message)
 THREAD_ID_SCHEMA: dict[str, Any] = {"type": "string", "pattern": f"^{THREAD_ID_PATTERN}$"}
 
@@ -442,8 +446,13 @@ OPERATIONS: dict[str, Operation] = {
             **READ,
         },
         params=(
-            Param("after", "query", {"type": "integer", "minimum": -1}, "a sequence number"),
-            Param("Last-Event-ID", "header", {"type": "string", "pattern": "^-?[0-9]+$"}),
+            Param(
+                "after",
+                "query",
+                {"type": "string", "pattern": CURSOR_PATTERN},
+                "a cursor: '<stream id>:<sequence>' (a frame's id) or a bare sequence",
+            ),
+            Param("Last-Event-ID", "header", {"type": "string", "pattern": CURSOR_PATTERN}),
         ),
     ),
     "segments.envelopes": Operation(

@@ -239,7 +239,7 @@ async function resume(page) {
   step('a second tab follows the running answer live');
 
   // A relayed answer whose connection drops mid-answer: the POST's body is cut after
-  // half its frames (fault injection), and the page resumes with ?after=<last id>.
+  // half its frames (fault injection), and the page resumes with ?after=<last id> (stream id and sequence).
   await page.getByRole('button', { name: 'New conversation' }).click();
   const dropThreadId = await currentThread(page);
   const posted = (url) => url.pathname.endsWith(`/api/threads/${dropThreadId}/messages`);
@@ -248,7 +248,7 @@ async function resume(page) {
     const response = await route.fetch(); // the whole segment, once the run has ended
     const frames = (await response.text()).split('\n\n').filter((frame) => frame.includes('data:'));
     const kept = frames.slice(0, Math.floor(frames.length / 2));
-    cut = kept.at(-1).match(/^id: (\d+)$/m)[1];
+    cut = kept.at(-1).match(/^id: ([0-9a-f]{32}:\d+)$/m)[1];
     await route.fulfill({ response, body: kept.map((frame) => `${frame}\n\n`).join('') });
   });
   const resumedAfter = page.waitForRequest((r) => new URL(r.url()).pathname.endsWith(

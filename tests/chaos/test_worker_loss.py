@@ -51,7 +51,8 @@ def test_a_lost_worker_is_recovered_by_another_within_30_seconds(
             timeout=60,
         ) as response:
             assert response.status_code == 200
-            events = [frame.event for frame in frames(response)]
+            relayed = list(frames(response))
+            events = [frame.event for frame in relayed]
         # The relay heard the lost segment stop and another begin: an error, not a hang.
         assert events[-1]["type"] == "error"
         assert events[-1]["code"] == "RUN_CONTINUES_ELSEWHERE"  # never "The run failed."
@@ -80,6 +81,41 @@ def test_a_lost_worker_is_recovered_by_another_within_30_seconds(
             store.dispose()
         assert count(tmp_path, "tool.weather") == 1  # checkpointed, never run again
         assert count(tmp_path, "model") == 2
+
+        # A client resuming with the cursor it had (the lost segment's) is told where the
+        # run went on, and from there gets the recovered segment from its first frame:
+        # never the new segment read from the old segment's position (a splice that
+        # would cut the start of the recovered answer, which differs from the lost one).
+        cursor = [f.id for f in relayed if f.id is not None][-1]
+        lost_segment = cursor.split(":")[0]
+        told = list(
+            frames(
+                requests.get(
+                    f"{web.url}/api/threads/lost-1/stream",
+                    headers={"Last-Event-ID": cursor},
+                    stream=True,
+                    timeout=60,
+                )
+            )
+        )
+        assert told[-1].event["code"] == "RUN_CONTINUES_ELSEWHERE"
+        moved_to = told[-1].id
+        assert moved_to is not None and moved_to.endswith(":-1")
+        assert not moved_to.startswith(lost_segment)
+        recovered = list(
+            frames(
+                requests.get(
+                    f"{web.url}/api/threads/lost-1/stream",
+                    headers={"Last-Event-ID": moved_to},
+                    stream=True,
+                    timeout=60,
+                )
+            )
+        )
+        new_segment = moved_to.split(":")[0]
+        assert [f.id for f in recovered] == [f"{new_segment}:{n}" for n in range(len(recovered))]
+        assert text_of([f.event for f in recovered]) == "Weather: sunny in Oslo"
+        assert recovered[-1].event["type"] == "done"
 
         # The thread is not locked: the next turn runs at once on the surviving worker.
         after = requests.post(

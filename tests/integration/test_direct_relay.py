@@ -133,7 +133,8 @@ def test_a_slow_client_gets_every_frame_once_in_order_in_valid_chunks(
         log.append(_text_envelope(segment_id, 0))
         log.flush()
         reader = _SlowClient(web.port, "/api/threads/d-slow/stream")
-        reader.read_until(b"id: 0\n")  # headers out: the reader may write from now on
+        # Headers out: the reader may write from now on.
+        reader.read_until(f"id: {segment_id}:0\n".encode())
         for sequence in range(1, EVENTS):
             log.append(_text_envelope(segment_id, sequence))
         data = encode_json(terminal_data("d-slow"))
@@ -150,7 +151,7 @@ def test_a_slow_client_gets_every_frame_once_in_order_in_valid_chunks(
         client.close()
 
     sent = [f for f in body.decode().split("\n\n") if f and not f.startswith(":")]
-    ids = [int(f.split("\n")[0].removeprefix("id: ")) for f in sent]
+    ids = [int(f.split("\n")[0].removeprefix(f"id: {segment_id}:")) for f in sent]
     assert ids == list(range(EVENTS))  # every event once, in order; the terminal unsent
     assert all(f.endswith(f'"content":"{n}:' + "x" * SIZE + '"}') for n, f in enumerate(sent))
     if direct == "on":

@@ -22,8 +22,9 @@ from relayline.shared.events import ProtocolEvent
 from relayline.shared.ids import new_segment_id
 from relayline.shared.persistence import Store
 from tests.support.agents import count
+from tests.support.channel_support import State
 from tests.support.redis_server import RedisDatabases
-from tests.support.sse import Frame, frames, text_of
+from tests.support.sse import Frame, events_of, frames, text_of
 from tests.support.stack import WebServer, Worker, fresh_env, running_stack
 from tests.support.vercel import VercelSchema
 from tests.support.web_process import WebProcess
@@ -53,9 +54,11 @@ def test_a_dropped_stream_resumes_from_its_cursor_and_a_second_viewer_sees_it_al
     until = _until_the_gate(live)
     held = [f.event for f in until]
     ids = [f.id for f in until]
+    segment = live.headers["X-Relayline-Stream-Id"]
     live.close()  # the connection drops mid-answer; the run goes on in the worker
-    # The live frames carry the log's cursor, as EventSource would resend it.
-    assert ids == [str(n) for n in range(len(held))]
+    # The live frames carry the log's cursor (segment and sequence), as EventSource
+    # would resend it.
+    assert ids == [f"{segment}:{n}" for n in range(len(held))]
     cursor = ids[-1]
     assert cursor is not None
 
@@ -69,10 +72,12 @@ def test_a_dropped_stream_resumes_from_its_cursor_and_a_second_viewer_sees_it_al
     everything = list(frames(viewer))
 
     # Nothing missing, nothing twice: the ids continue right after the cursor.
-    assert [f.id for f in rest] == [str(n) for n in range(len(held), len(held) + len(rest))]
+    assert [f.id for f in rest] == [
+        f"{segment}:{n}" for n in range(len(held), len(held) + len(rest))
+    ]
     whole = held + [f.event for f in rest]
     assert [f.event for f in everything] == whole
-    assert [f.id for f in everything] == [str(n) for n in range(len(whole))]
+    assert [f.id for f in everything] == [f"{segment}:{n}" for n in range(len(whole))]
     assert text_of(whole) == "Before the gate.After the gate: opened"
     # The dropped part had no done (so the client resumed); the resumed part ends with it.
     assert "done" not in [e["type"] for e in held]
@@ -86,11 +91,11 @@ def test_a_dropped_stream_resumes_from_its_cursor_and_a_second_viewer_sees_it_al
 
     # The segment ended. A client holding its last event has it all; one reconnecting
     # just after the end (it missed the last events) still gets them while kept.
-    last = str(len(whole) - 1)
-    ended = requests.get(
-        f"{web.url}/api/threads/r-1/stream", headers={"Last-Event-ID": last}, timeout=10
-    )
-    assert ended.status_code == 204
+    for last in (f"{segment}:{len(whole) - 1}", str(len(whole) - 1)):  # a bare one too
+        ended = requests.get(
+            f"{web.url}/api/threads/r-1/stream", headers={"Last-Event-ID": last}, timeout=10
+        )
+        assert ended.status_code == 204
     late = requests.get(f"{web.url}/api/threads/r-1/stream?after={len(whole) - 3}", timeout=10)
     assert [f.event for f in frames(late)] == whole[-2:]
 
@@ -159,7 +164,7 @@ def test_a_cursor_older_than_the_log_keeps_is_gone_and_bad_input_is_refused(
     tail = requests.get(f"{web.url}/api/threads/r-old/stream?after=998", stream=True, timeout=10)
     first = next(frames(tail))
     tail.close()
-    assert (first.id, first.event) == ("999", {"type": "text", "content": "999"})
+    assert (first.id, first.event) == (f"{segment_id}:999", {"type": "text", "content": "999"})
 
     bad = requests.get(f"{web.url}/api/threads/r-old/stream?after=soon", timeout=10)
     assert bad.status_code == 400 and bad.json()["type"] == "BadRequest"
@@ -247,8 +252,9 @@ def test_a_web_process_killed_mid_answer_loses_nothing_and_three_viewers_agree(
             webs.append(WebProcess(env, tmp_path, "web-b"))
             url = webs[1].url
 
+            segment = native_live.headers["X-Relayline-Stream-Id"]
             cursor = native_held[-1].id
-            assert cursor == str(len(native_held) - 1)
+            assert cursor == f"{segment}:{len(native_held) - 1}"
             resumed = requests.get(
                 f"{url}/api/threads/k-native/stream",
                 headers={"Last-Event-ID": cursor},
@@ -274,11 +280,11 @@ def test_a_web_process_killed_mid_answer_loses_nothing_and_three_viewers_agree(
 
     # Native: continued after the cursor, nothing missing, nothing twice.
     whole = [f.event for f in native_held] + [f.event for f in rest]
-    assert [f.id for f in rest] == [str(n) for n in range(len(native_held), len(whole))]
+    assert [f.id for f in rest] == [f"{segment}:{n}" for n in range(len(native_held), len(whole))]
     assert text_of(whole) == "Before the gate.After the gate: opened"
     assert whole[-1]["type"] == "done" and "done" not in [f.event["type"] for f in native_held]
     # Three viewers of one run receive identical sequences: the whole segment.
-    assert seen[0] == seen[1] == seen[2] == [(str(n), e) for n, e in enumerate(whole)]
+    assert seen[0] == seen[1] == seen[2] == [(f"{segment}:{n}", e) for n, e in enumerate(whole)]
     # Vercel: the reload replays from the first chunk what the dead process had sent.
     assert replay[: len(vercel_held)] == [f.event for f in vercel_held]
     message = vercel_schema.frames(replay)["message"]
@@ -329,3 +335,108 @@ def _segment_of(client: Any, thread: str) -> LogOnlyChannel:
 
 
 LIMITS = LogLimits(retention=60, max_age=600, max_events=1000)
+
+
+def test_a_cursor_of_a_replaced_segment_resumes_the_recovery_from_its_first_frame(
+    tmp_path: Path, redis_databases: RedisDatabases
+) -> None:
+    """The takeover splice (issue 34, fault 12): the run's recovery writes a new segment
+    whose sequences start again at 0, with words of its own. A client resuming with the
+    lost segment's cursor gets the rest of the lost segment, then the signal that the
+    run goes on elsewhere, whose id is the new segment's start; resuming from that id
+    (as EventSource does by itself) gives the new segment whole. Never the new segment
+    read from the old position."""
+    with redis_databases.database(f"takeover {tmp_path.name}") as redis_url:
+        web = WebServer(fresh_env(tmp_path, redis_url), {"RELAYLINE_HEARTBEAT_SECONDS": 0.05})
+        try:
+            services = web.app.extensions["relayline"]
+            services.store.create_thread("r-take", "anonymous")
+            lost = _segment_of(services.redis, "r-take")
+            for word in ("The ", "lost ", "worker ", "was ", "cut"):
+                lost.send(ProtocolEvent("text", {"content": word}))
+            recovery = _segment_of(services.redis, "r-take")
+            for word in ("A ", "recovered ", "answer."):
+                recovery.send(ProtocolEvent("text", {"content": word}))
+            recovery.completed(State("r-take"), "r-take")
+            old, new = lost.segment_id, recovery.segment_id
+
+            told = requests.get(
+                f"{web.url}/api/threads/r-take/stream",
+                headers={"Last-Event-ID": f"{old}:2"},
+                timeout=30,
+            )
+            assert told.status_code == 200
+            got = list(frames(told))
+            assert [(f.id, f.event.get("content")) for f in got[:2]] == [
+                (f"{old}:3", "was "),
+                (f"{old}:4", "cut"),
+            ]
+            (signal,) = got[2:]
+            assert signal.event["type"] == "error"
+            assert signal.event["code"] == "RUN_CONTINUES_ELSEWHERE"
+            assert signal.id == f"{new}:-1"
+
+            again = requests.get(
+                f"{web.url}/api/threads/r-take/stream",
+                headers={"Last-Event-ID": signal.id},
+                timeout=30,
+            )
+            rest = list(frames(again))
+            assert [f.id for f in rest] == [f"{new}:{n}" for n in range(3)]
+            assert text_of([f.event for f in rest]) == "A recovered answer."
+            # A bare sequence (a client of before 0.3) still means the newest segment.
+            bare = requests.get(f"{web.url}/api/threads/r-take/stream?after=0", timeout=30)
+            assert text_of(events_of(bare.text)) == "recovered answer."
+            # A cursor naming a segment this thread does not keep: reload (410).
+            unknown = requests.get(
+                f"{web.url}/api/threads/r-take/stream",
+                headers={"Last-Event-ID": f"{new_segment_id()}:0"},
+                timeout=30,
+            )
+            assert unknown.status_code == 410 and "reload" in unknown.json()["error"]
+            bad = requests.get(
+                f"{web.url}/api/threads/r-take/stream",
+                headers={"Last-Event-ID": f"{new}:x"},
+                timeout=30,
+            )
+            assert bad.status_code == 400 and "stream id" in bad.json()["error"]
+        finally:
+            web.stop()
+
+
+def test_a_cursor_of_an_ended_segment_continues_with_the_next_turn_from_its_start(
+    tmp_path: Path, redis_databases: RedisDatabases
+) -> None:
+    """A client that read a turn to its end (or nearly) while another tab started the
+    next: its rest, then the next turn's segment whole, live to its end."""
+    with redis_databases.database(f"next turn {tmp_path.name}") as redis_url:
+        web = WebServer(fresh_env(tmp_path, redis_url), {"RELAYLINE_HEARTBEAT_SECONDS": 0.05})
+        try:
+            services = web.app.extensions["relayline"]
+            services.store.create_thread("r-next", "anonymous")
+            first = _segment_of(services.redis, "r-next")
+            for word in ("First ", "turn."):
+                first.send(ProtocolEvent("text", {"content": word}))
+            first.completed(State("r-next"), "r-next")
+            second = _segment_of(services.redis, "r-next")
+            second.send(ProtocolEvent("text", {"content": "Second "}))
+            old, new = first.segment_id, second.segment_id
+
+            resumed = requests.get(
+                f"{web.url}/api/threads/r-next/stream",
+                headers={"Last-Event-ID": f"{old}:0"},
+                stream=True,
+                timeout=30,
+            )
+            received = frames(resumed)
+            seen = [next(received), next(received)]
+            second.send(ProtocolEvent("text", {"content": "turn."}))  # live, after the replay
+            second.completed(State("r-next"), "r-next")
+            seen += list(received)
+        finally:
+            web.stop()
+    assert [(f.id, f.event.get("content")) for f in seen] == [
+        (f"{old}:1", "turn."),
+        (f"{new}:0", "Second "),
+        (f"{new}:1", "turn."),
+    ]

@@ -7,7 +7,7 @@
  *   GET  /api/chat/<id>                  Vercel UIMessage[] (used to redraw on reload)
  *   GET  /api/threads/<id>               {run: {runId, status, interrupt}} (what the run waits for)
  *   GET  /api/threads/<id>/stream        native SSE: the newest segment (from its start, or
- *                                        ?after=<sequence>), then live; 204: nothing more
+ *                                        ?after=<streamId>:<sequence>), then live; 204: nothing more
  *   POST /api/threads/<id>/cancel        stop the running answer (or the open approval)
  *   GET  /api/threads                    this person's conversations, newest first
  *   DELETE /api/threads/<id>             erase a conversation
@@ -149,12 +149,18 @@ class Segment {
     this.onEvent = onEvent;
     this.streamId = streamId;
     this.after = -1;
+    /** the `id:` of the last frame, `<streamId>:<sequence>`: what a resume sends back */
+    this.cursor = null;
     this.ended = false;
     /** the run moved to a newer segment (RUN_CONTINUES_ELSEWHERE): follow that one */
     this.moved = false;
     /** @type {(event: NativeEvent, id?: string) => void} */
     this.frame = (event, id) => {
-      if (id !== undefined && /^\d+$/.test(id)) this.after = Number(id);
+      const cursor = id === undefined ? null : /^(?:[0-9a-f]{32}:)?(\d+)$/.exec(id);
+      if (cursor) {
+        this.after = Number(cursor[1]);
+        this.cursor = id;
+      }
       if (event.type === 'done') this.ended = true; // passed on: the loop may check it
       if (event.type === 'error' && (event.code === STREAM_BROKEN || event.code === RUN_MOVED)) {
         this.moved = event.code === RUN_MOVED;
@@ -185,9 +191,9 @@ async function followSegment(threadId, segment, signal) {
     if (segment.moved) {
       // The run was recovered in a new segment: read that one from its start (it
       // redraws its steps in place, see clearSteps).
-      Object.assign(segment, { moved: false, streamId: null, after: -1 });
+      Object.assign(segment, { moved: false, streamId: null, after: -1, cursor: null });
     }
-    const query = segment.after >= 0 ? `?after=${segment.after}` : '';
+    const query = segment.cursor ? `?after=${encodeURIComponent(segment.cursor)}` : '';
     const before = segment.after;
     try {
       const response = await fetch(route(path + query), {
