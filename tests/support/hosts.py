@@ -60,7 +60,7 @@ def _free_subnet() -> ipaddress.IPv4Network:
     """A /24 in 10.254.0.0/16 that no interface of this machine is on."""
     used = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
     while True:
-        net = ipaddress.ip_network(f"10.254.{random.randrange(1, 250)}.0/24")
+        net = ipaddress.IPv4Network(f"10.254.{random.randrange(1, 250)}.0/24")
         if str(net.network_address)[:-1] not in used:
             return net
 
