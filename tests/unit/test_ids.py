@@ -20,7 +20,8 @@ from relayline.shared.ids import (
 
 
 @pytest.mark.parametrize(
-    "value", ["a", "demo-0f3a", "A.b_c-1", "x" * 128, "__LOCALID_72bo6t6k2b"]  # assistant-ui's
+    "value",
+    ["a", "demo-0f3a", "A.b_c-1", "x" * 128, "__LOCALID_72bo6t6k2b"],  # assistant-ui's
 )
 def test_thread_ids_that_pass(value: str) -> None:
     assert is_thread_id(value)
