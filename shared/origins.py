@@ -39,8 +39,7 @@ def parse_origins(value: str, name: str = "RELAYLINE_ALLOWED_ORIGINS") -> tuple[
         extra = urllib.parse.urlsplit(entry.rstrip("/"))[2:]  # path, query, fragment
         if origin is None or any(extra) or "*" in entry or "@" in entry:
             raise ValueError(
-                f"{name} lists origins as scheme://host[:port], separated by commas; "
-                f"got {entry!r}."
+                f"{name} lists origins as scheme://host[:port], separated by commas; got {entry!r}."
             )
         if origin not in found:
             found.append(origin)

@@ -62,11 +62,11 @@ def _check_media() -> None:
         return  # no body to misread (a stop, a delete)
     if request.mimetype == media:
         return
-    sent = request.mimetype or "no Content-Type"
-    _log("UnsupportedMediaType", f"{sent} sent where {media} is taken")
+    sent = f"Content-Type {request.mimetype}" if request.mimetype else "no Content-Type"
+    _log("UnsupportedMediaType", f"{sent} where {media} is taken")
     raise UnsupportedMediaType(
-        f"This route takes a body of Content-Type {media}, not {sent}: a page of any site "
-        "could send that without the browser asking this server first."
+        f"This route takes a body of Content-Type {media} only, and this one has {sent}: "
+        "a page of any site could send it without the browser asking this server first."
     )
 
 
@@ -87,6 +87,4 @@ def _check_origin(svc: Services) -> None:
 
 def _log(reason: str, detail: str) -> None:
     # One line per refusal: an operator tells a misconfigured origin list from an attack.
-    logger.warning(
-        "cross-site refusal %s: %s %s, %s", reason, request.method, request.path, detail
-    )
+    logger.warning("cross-site refusal %s: %s %s, %s", reason, request.method, request.path, detail)

@@ -4,7 +4,6 @@ reports it in one line, without a traceback, with exit status 2."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from relayline.shared.auth import MIN_SECRET_LENGTH
-from relayline.shared.settings import MercureSettings, Settings
+from relayline.shared.settings import MercureSettings, Settings, child_environment
 
 GOOD = "k" * MIN_SECRET_LENGTH
 NAMES = ("MERCURE_PUBLISHER_JWT_KEY", "MERCURE_SUBSCRIBER_JWT_KEY")
+#: the variables of this session left out of the command's environment
+OURS = ("MERCURE_", "RELAYLINE_", "SECRET_KEY", "DATABASE_URL")
 
 
 def _mercure(**keys: str) -> dict[str, str]:
@@ -57,7 +58,7 @@ def test_the_cli_reports_a_weak_key_in_one_line_with_status_2(
     command: list[str], tmp_path: Path
 ) -> None:
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("MERCURE_", "RELAYLINE_"))},
+        **{k: v for k, v in child_environment().items() if not k.startswith(OURS)},
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}",
         "SECRET_KEY": "s" * MIN_SECRET_LENGTH,
         **_mercure(MERCURE_PUBLISHER_JWT_KEY="abc", MERCURE_SUBSCRIBER_JWT_KEY=GOOD),

@@ -32,7 +32,10 @@ def test_allowed_origins_are_read_and_normalized() -> None:
     assert allowed == ("https://app.example", "http://localhost:3000")
     assert Settings.from_env({}).allowed_origins == ()
     config = {"RELAYLINE_ALLOWED_ORIGINS": ["https://a.example", "https://b.example"]}
-    assert Settings.from_config(config, {}).allowed_origins == ("https://a.example", "https://b.example")
+    assert Settings.from_config(config, {}).allowed_origins == (
+        "https://a.example",
+        "https://b.example",
+    )
 
 
 @pytest.mark.parametrize(
