@@ -28,6 +28,10 @@ from relayline.shared.settings import WORKER_POOLS, Settings, child_environment
 #: simultaneous connections one gevent web worker serves (each SSE stream holds one);
 #: above the 5,000 streams one web process is to hold (bench/relay.py part 4)
 WORKER_CONNECTIONS = 10_000
+#: the reason code of a configuration ``Settings`` refuses
+CONFIG_INVALID = "CONFIG_INVALID"
+#: the exit status of a refused configuration (as of a usage error)
+EXIT_USAGE = 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,15 +58,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="run a scripted demo conversation in the terminal")
     demo.add_argument("--database", help="database URL (default: a temporary SQLite file)")
     args = parser.parse_args(argv)
-    settings = Settings.from_env()  # after parsing: --help works in any environment
+    try:
+        settings = Settings.from_env()  # after parsing: --help works in any environment
+        if args.command == "token":
+            # Only a secret token mode would accept can sign (never the development one).
+            settings = dataclasses.replace(settings, auth="token")
+    except ValueError as exc:
+        return refuse_configuration(exc)
     if args.command == "migrate":
         Store(settings.database_url).dispose()
         print(f"database at {settings.database_url} is up to date")
         return 0
     if args.command == "token":
-        # Only a secret token mode would accept can sign (never the development one).
-        checked = dataclasses.replace(settings, auth="token")
-        minted = mint(checked.secret_key, args.user, checked.token_ttl)
+        minted = mint(settings.secret_key, args.user, settings.token_ttl)
         print(minted.token)
         expires = datetime.fromtimestamp(minted.expires_at, UTC).isoformat(timespec="seconds")
         # The token alone on stdout (for scripts); when it lapses on stderr.
@@ -79,6 +87,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "up":
         return up(settings, args.host, args.port or settings.port)
     return run_demo(args.database)
+
+
+def refuse_configuration(exc: ValueError) -> int:
+    """A setting refused at startup: one line on stderr, no traceback, and argparse's
+    status for unusable input."""
+    line = " ".join(str(exc).split())  # one line, whatever the message holds
+    print(f"relayline: invalid configuration ({CONFIG_INVALID}): {line}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def web_command(host: str, port: int) -> list[str]:

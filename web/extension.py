@@ -18,6 +18,7 @@ from relayline.shared.settings import Settings
 from relayline.web import (
     agui,
     connect,
+    cross_site,
     demo,
     errors,
     health,
@@ -103,6 +104,7 @@ def _mount(slots: int) -> Blueprint:
     """A fresh parent blueprint holding relayline's own (one per application)."""
     parent = Blueprint("relayline", __name__)
     parent.before_request(_limit_body)
+    parent.before_request(cross_site.guard)  # before intake: a refusal waits for no slot
     IntakeSlots(slots).init_app(parent)
     errors.init_app(parent)
     blueprints = (
