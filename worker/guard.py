@@ -27,16 +27,10 @@ from celery.worker.state import task_ready
 from kombu.exceptions import ContentDisallowed
 from kombu.message import Message
 
-from relayline.worker.dead_letter import DEAD_LETTER, ReasonCode, Refusal, dead_letter
-from relayline.worker.task_messages import (
-    MAX_BODY_BYTES,
-    MAX_DEPTH,
-    bounds_refusal,
-    refusal,
-    task_of,
-)
+from relayline.worker.dead_letter import ReasonCode, Refusal, dead_letter
+from relayline.worker.task_messages import bounds_refusal, refusal, task_of
 
-__all__ = ["DEAD_LETTER", "MAX_BODY_BYTES", "MAX_DEPTH", "GuardedConsumer", "GuardedRequest"]
+__all__ = ["GuardedConsumer", "GuardedRequest"]
 
 logger = logging.getLogger("relayline.worker")
 

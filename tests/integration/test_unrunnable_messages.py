@@ -23,9 +23,9 @@ import redis
 import requests
 from kombu import Connection, Exchange, Queue
 
+from relayline.channels.keys import DEAD_LETTER
 from relayline.shared.jobs import RUN_TURN
 from relayline.worker.dead_letter import DeadLetter
-from relayline.channels.keys import DEAD_LETTER
 from tests.support.rabbitmq import rabbitmq_vhost
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, text_of
