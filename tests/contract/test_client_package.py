@@ -167,7 +167,9 @@ def test_typescript_projects_type_check_against_the_declarations(scratch: Path) 
     """Node (tsconfig.json: the tests and src/types-probe.ts, whose wrong uses must be
     errors) and a browser page (tsconfig.browser.json: DOM library, no Node types)."""
     listed = _tsc(scratch, "--project", "tsconfig.json", "--listFilesOnly")
-    checked = {Path(line).relative_to(scratch).as_posix() for line in listed.stdout.split()}
+    checked = {
+        Path(line).relative_to(scratch).as_posix() for line in listed.stdout.splitlines() if line
+    }
     package = "node_modules/@relayline/client/dist"
     assert {f"{package}/relayline-consumer.d.ts", f"{package}/relayline-agent.d.ts"} <= checked
     assert "src/types-probe.ts" in checked

@@ -3,7 +3,6 @@
 // /mercure/token), subscribeToMercure, createProtocolStream, and envelopesRecovery for
 // holes. Subscribed (and ready) before the POST: push keeps nothing.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 
 import {
@@ -14,7 +13,8 @@ import {
 } from '@relayline/client';
 import { EventSource } from 'eventsource';
 
-import { ANSWER, BASE_URL, TIMEOUT_MS, awaitProbe, getJson, newThreadId, type ThreadState } from './stack.js';
+import { awaitProbe, probeTopic as newProbeTopic } from './mercure-probe.mjs';
+import { ANSWER, BASE_URL, PUBLISHER_KEY, TIMEOUT_MS, getJson, newThreadId, type ThreadState } from './stack.js';
 
 interface MercureGrant {
   token: string;
@@ -35,7 +35,7 @@ interface MercureAccepted {
 test('the push consumer of @relayline/client reads a native turn pushed through Mercure', async () => {
   const threadId = newThreadId('mercure');
   const grant = await getJson<MercureGrant>(`/mercure/token?threadId=${encodeURIComponent(threadId)}`);
-  const probeTopic = `urn:relayline:probe:${randomUUID()}`;
+  const probeTopic = newProbeTopic();
   const url = new URL(grant.hubUrl);
   url.searchParams.append('topic', grant.topic);
   url.searchParams.append('topic', probeTopic);
@@ -47,7 +47,7 @@ test('the push consumer of @relayline/client reads a native turn pushed through 
     for (const envelope of JSON.parse(message.data) as { type?: unknown }[]) envelopeTypes.push(envelope.type);
   });
   try {
-    await awaitProbe(source, grant.hubUrl, probeTopic);
+    await awaitProbe(source, { hubUrl: grant.hubUrl, topic: probeTopic, publisherKey: PUBLISHER_KEY, timeoutMs: TIMEOUT_MS });
     const stream = createProtocolStream<ProtocolObject>((callbacks) => subscribeToMercure(source, callbacks, undefined, {
       recovery: envelopesRecovery(`${BASE_URL}/api/threads/${encodeURIComponent(threadId)}`),
     }));
