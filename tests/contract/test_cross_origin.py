@@ -2,10 +2,11 @@
 headless Chromium: ``useChat`` (``@ai-sdk/react``) and ``@ag-ui/client``, built with Vite
 from ``tests/contract/cross_origin`` and served by a static server on their own port,
 against relayline's own app (``create_app``, RELAYLINE_AUTH=token, RELAYLINE_CORS_ORIGINS
-naming the page's origin) with a real Celery worker, Redis and SQLite. The same pages
-on a third, unlisted origin get nothing. The scenarios live in the Node suite
-``tests/contract/cross_origin/*.test.mjs``; this module builds and serves the pages,
-starts the stack and requires every Node test to pass."""
+naming the page's origin) and against a host application that signs users in with a
+session cookie and embeds relayline under /ai (credentials), with a real Celery worker,
+Redis and SQLite. The same pages on a third, unlisted origin get nothing. The scenarios
+live in the Node suite ``tests/contract/cross_origin/*.test.mjs``; this module builds and
+serves the pages, starts the stack and requires every Node test to pass."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from flask import Flask, request, session
 
+from relayline import Relayline
 from relayline.shared.auth import mint_token
 from tests.support import vite_page
+from tests.support.host_app import HostServer
 from tests.support.node_suites import NPM_CI_TIMEOUT, install_node_packages, run_node_tests
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import WebServer, Worker, fresh_env
@@ -36,6 +40,30 @@ class CrossOriginStack:
     page_url: str
     foreign_page_url: str
     token: str
+    cookie_host_url: str
+
+
+def cookie_host(env: dict[str, str], page_origin: str) -> Flask:
+    """A host application that keeps who is signed in in its session cookie (as
+    Flask-Login does) and embeds relayline under /ai for the page's origin."""
+    app = Flask("cross_origin_host")
+    app.config["SECRET_KEY"] = "the-host-session-secret"
+    app.config.update(
+        {
+            "RELAYLINE_DATABASE_URL": env["DATABASE_URL"],
+            "RELAYLINE_REDIS_URL": env["REDIS_URL"],
+            "RELAYLINE_AGENT": env["RELAYLINE_AGENT"],
+            "RELAYLINE_CORS_ORIGINS": [page_origin],
+        }
+    )
+
+    @app.get("/login")
+    def login() -> str:
+        session["user"] = request.args["user"]
+        return f"signed in as {session['user']}"
+
+    Relayline(app, url_prefix="/ai", current_user=lambda: session.get("user"))
+    return app
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +99,12 @@ def stack(
         worker = Worker(env, "cross-origin-w0")
         try:
             web = WebServer(env)
+            host = HostServer(cookie_host(env, page_url))
             try:
                 token = mint_token(SECRET, "page-user")
-                yield CrossOriginStack(web.url, page_url, foreign_page_url, token)
+                yield CrossOriginStack(web.url, page_url, foreign_page_url, token, host.url)
             finally:
+                host.stop()
                 web.stop()
         finally:
             worker.stop()
@@ -95,6 +125,7 @@ def test_pages_on_another_origin_chat_stop_and_resume_in_chromium(
             "RELAYLINE_PAGE_URL": stack.page_url,
             "RELAYLINE_FOREIGN_PAGE_URL": stack.foreign_page_url,
             "RELAYLINE_TOKEN": stack.token,
+            "RELAYLINE_COOKIE_HOST_URL": stack.cookie_host_url,
             "RELAYLINE_CHROMIUM": str(CHROMIUM),
         },
         timeout=SUITE_TIMEOUT,

@@ -9,6 +9,9 @@
 //   RELAYLINE_PAGE_URL          the built pages' folder on the listed origin
 //   RELAYLINE_FOREIGN_PAGE_URL  the same pages on an origin relayline does not list
 //   RELAYLINE_TOKEN             a bearer token for the pages and the probes
+//   RELAYLINE_COOKIE_HOST_URL   a host application that signs users in with a session
+//                               cookie (GET /login?user=) and mounts relayline under /ai,
+//                               listing the same page origin
 //   RELAYLINE_CHROMIUM          the Chromium executable
 //
 // Every wait is bounded: Playwright's auto-waiting or polling with a deadline; no sleep.
@@ -22,6 +25,7 @@ const BASE_URL = requireEnv('RELAYLINE_BASE_URL', DRIVER);
 const PAGE_URL = requireEnv('RELAYLINE_PAGE_URL', DRIVER);
 const FOREIGN_PAGE_URL = requireEnv('RELAYLINE_FOREIGN_PAGE_URL', DRIVER);
 const TOKEN = requireEnv('RELAYLINE_TOKEN', DRIVER);
+const COOKIE_HOST_URL = requireEnv('RELAYLINE_COOKIE_HOST_URL', DRIVER);
 const CHROMIUM = requireEnv('RELAYLINE_CHROMIUM', DRIVER);
 const TIMEOUT_MS = 30_000;
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
@@ -54,26 +58,27 @@ after(async () => {
   await browser?.close();
 });
 
-/** A fresh tab (its own context) on `page` of `pages`, told where relayline is. */
-async function open(t, pages, page, thread, { resume = false } = {}) {
-  const context = await browser.newContext();
-  t.after(() => context.close());
+/**
+ * A tab on `page` of `pages` in `context` (a fresh one unless given), told where
+ * relayline is (`api`), with the bearer token unless `token` is null.
+ */
+async function open(t, pages, page, thread, { resume = false, context, api = BASE_URL, token = TOKEN, credentials } = {}) {
+  if (!context) {
+    context = await browser.newContext();
+    t.after(() => context.close());
+  }
   const tab = await context.newPage();
   tab.setDefaultTimeout(TIMEOUT_MS);
   const problems = [];
   tab.on('pageerror', (error) => problems.push(error.message));
-  const url = pageUrl(pages, page, thread, resume);
-  assert.equal((await tab.goto(url, { waitUntil: 'load' })).status(), 200);
-  return { tab, url, problems };
-}
-
-function pageUrl(pages, page, thread, resume) {
   const url = new URL(page, pages);
-  url.searchParams.set('api', BASE_URL);
-  url.searchParams.set('token', TOKEN);
+  url.searchParams.set('api', api);
+  if (token) url.searchParams.set('token', token);
   url.searchParams.set('thread', thread);
   if (resume) url.searchParams.set('resume', '1');
-  return url.href;
+  if (credentials) url.searchParams.set('credentials', credentials);
+  assert.equal((await tab.goto(url.href, { waitUntil: 'load' })).status(), 200);
+  return { tab, url: url.href, problems };
 }
 
 /** GET `path` of relayline as the thread's owner: `{status, body}`. */
@@ -216,4 +221,36 @@ test('a page on an origin relayline does not list gets nothing', async (t) => {
   const tried = await agui.tab.evaluate(() => window.relayline.say('hello'));
   assert.match(tried.error ?? '', /fetch/i);
   assert.equal((await backend(`/api/threads/${threadId}`)).status, 404, 'nothing was created');
+});
+
+test('a cookie-signed-in host: its page on another origin sends the cookie only with credentials include', async (t) => {
+  const context = await browser.newContext();
+  t.after(() => context.close());
+  const login = await context.newPage();
+  const signedIn = await login.goto(`${COOKIE_HOST_URL}/login?user=cookie-ann`);
+  assert.equal(await signedIn.text(), 'signed in as cookie-ann');
+  const threadId = newThreadId('cookie');
+  const options = { context, api: `${COOKIE_HOST_URL}/ai`, token: null };
+
+  const { tab, url, problems } = await open(t, PAGE_URL, 'index.html', threadId, { ...options, credentials: 'include' });
+  await tab.locator('#status[data-status="ready"]').waitFor();
+  await tab.getByLabel('Message').fill('hello with a cookie');
+  await tab.getByRole('button', { name: 'Send' }).click();
+  await waitForChat(tab, 1);
+  assert.deepEqual(await answers(tab), ['Hello! hello with a cookie']);
+  const [history, turn] = (await probe(tab)).responses;
+  assert.deepEqual([history.status, turn.status, turn.protocol], [404, 200, 'v1']);
+  assert.match(turn.streamId ?? '', /.+/);
+
+  await tab.goto(url, { waitUntil: 'load' }); // the cookie names the same user: the chat is back
+  await waitForChat(tab, 0);
+  assert.deepEqual(await answers(tab), ['Hello! hello with a cookie']);
+  assert.deepEqual((await probe(tab)).responses.map((r) => r.status), [200]);
+  assert.deepEqual(problems, []);
+
+  // Without credentials 'include' the browser leaves the cookie out: relayline does not
+  // know the user (a 401 the page can read, since relayline's errors carry CORS too).
+  const bare = await open(t, PAGE_URL, 'index.html', threadId, options);
+  await bare.tab.locator('#load-error').waitFor();
+  assert.match(await bare.tab.locator('#load-error').textContent(), /answered 401/);
 });

@@ -6,13 +6,14 @@
 // Each resolves to what the client saw: event types, the assistant texts of the agent's
 // messages, the HTTP status, and the rejection if any.
 import { HttpAgent } from '@ag-ui/client';
-import { API, AUTH, THREAD } from './config.js';
+import { API, AUTH, CREDENTIALS, THREAD } from './config.js';
 
 const state = document.getElementById('state');
 
 /** The thread as relayline stored it ([] when unknown). */
 async function history() {
-  const response = await fetch(`${API}/agui/threads/${encodeURIComponent(THREAD)}`, { headers: AUTH });
+  const url = `${API}/agui/threads/${encodeURIComponent(THREAD)}`;
+  const response = await fetch(url, { headers: AUTH, credentials: CREDENTIALS });
   if (response.status === 404) return [];
   if (!response.ok) throw new Error(`GET /agui/threads/${THREAD} answered ${response.status}`);
   return (await response.json()).messages;
@@ -28,7 +29,7 @@ async function run(path, prepare) {
       headers: AUTH,
       initialMessages: await history(),
       fetch: async (url, init) => {
-        const response = await fetch(url, init);
+        const response = await fetch(url, { ...init, credentials: CREDENTIALS });
         seen.status = response.status;
         return response;
       },

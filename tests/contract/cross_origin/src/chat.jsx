@@ -10,7 +10,7 @@ import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport } from 'ai';
 import { useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { API, AUTH, RESUME, THREAD } from './config.js';
+import { API, AUTH, CREDENTIALS, RESUME, THREAD } from './config.js';
 
 const record = { responses: [], stops: [] };
 
@@ -32,7 +32,12 @@ async function recordingFetch(url, init) {
 
 function ChatPage({ initialMessages }) {
   const [transport] = useState(
-    () => new DefaultChatTransport({ api: `${API}/api/chat`, headers: AUTH, fetch: recordingFetch }),
+    () => new DefaultChatTransport({
+        api: `${API}/api/chat`,
+        headers: AUTH,
+        credentials: CREDENTIALS,
+        fetch: recordingFetch,
+      }),
   );
   const [finished, setFinished] = useState(0);
   const [draft, setDraft] = useState('');
@@ -61,6 +66,7 @@ function ChatPage({ initialMessages }) {
     record.stops.push(entry);
     const response = await fetch(`${API}/api/chat/${encodeURIComponent(THREAD)}/stop`, {
       method: 'POST',
+      credentials: CREDENTIALS,
       headers: { ...AUTH, 'Content-Type': 'application/json' },
       body: JSON.stringify({ activeStreamId }),
     });
@@ -105,9 +111,12 @@ function ChatPage({ initialMessages }) {
 
 /** The thread's UIMessage[] from relayline; a thread it does not know yet is empty. */
 async function loadHistory() {
-  const response = await recordingFetch(`${API}/api/chat/${encodeURIComponent(THREAD)}`, { headers: AUTH });
+  const response = await recordingFetch(`${API}/api/chat/${encodeURIComponent(THREAD)}`, {
+    headers: AUTH,
+    credentials: CREDENTIALS,
+  });
   if (response.status === 404) return [];
-  if (!response.ok) throw new Error(`GET /api/chat/${THREAD} answered ${response.status}`);
+  if (!response.ok) throw new Error(`GET /api/chat/${THREAD} answered ${response.status}: ${await response.text()}`);
   return (await response.json()).messages;
 }
 
