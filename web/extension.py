@@ -18,6 +18,7 @@ from relayline.shared.settings import Settings
 from relayline.web import (
     agui,
     connect,
+    cors,
     cross_site,
     demo,
     errors,
@@ -79,7 +80,7 @@ class Relayline:
         svc.user_loader = current_user
         svc.url_prefix = prefix
         svc.init_app(app)
-        app.register_blueprint(_mount(svc.settings.web_intake_slots), url_prefix=prefix or None)
+        app.register_blueprint(_mount(svc), url_prefix=prefix or None)
         if telemetry.configure(svc.settings, "relayline-web"):
             _trace_requests(app)
             telemetry.instrument(*telemetry.DEFAULT_PARTS)  # the publish carries context
@@ -100,12 +101,14 @@ def _trace_requests(app: Flask) -> None:
     FlaskInstrumentor().instrument_app(app)  # type: ignore[no-untyped-call]
 
 
-def _mount(slots: int) -> Blueprint:
+def _mount(svc: Services) -> Blueprint:
     """A fresh parent blueprint holding relayline's own (one per application)."""
     parent = Blueprint("relayline", __name__)
     parent.before_request(_limit_body)
+    # CORS on this blueprint only: the host's own routes keep whatever the host decides.
+    cors.init_app(parent, svc.settings.cors_origins, credentials=svc.user_loader is not None)
     parent.before_request(cross_site.guard)  # before intake: a refusal waits for no slot
-    IntakeSlots(slots).init_app(parent)
+    IntakeSlots(svc.settings.web_intake_slots).init_app(parent)
     errors.init_app(parent)
     blueprints = (
         health,
