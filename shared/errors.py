@@ -4,6 +4,8 @@ Hierarchy::
 
     RelaylineError
     ├── InputTranslationError      bad input from a client (HTTP 400)
+    │   └── InvalidTextError       text no store or wire takes: a lone surrogate, a control
+    │                              character in an id (HTTP 400)
     ├── WorkflowError              the run refuses the operation (HTTP 409)
     │   ├── StaleRunError          expected run id or attempt is no longer current (HTTP 409)
     │   ├── RunInFlightError       a new turn while a run holds the thread (HTTP 409)
@@ -42,6 +44,11 @@ class RelaylineError(Exception):
 
 class InputTranslationError(RelaylineError):
     """A client payload cannot be turned into a continuation (maps to HTTP 400)."""
+
+
+class InvalidTextError(InputTranslationError):
+    """A field holds text the database, JSON or the broker refuses: a lone UTF-16
+    surrogate anywhere, or a control character in an id (HTTP 400, like its parent)."""
 
 
 class WorkflowError(RelaylineError):
