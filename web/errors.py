@@ -29,7 +29,12 @@ def error_response(status: int, message: str, kind: str) -> Response:
         # The message may quote what the client sent: %r keeps a control character or
         # a lone surrogate from breaking the line.
         logger.info(
-            "request refused: %s %s -> %d %s %r", request.method, request.path, status, kind, message
+            "request refused: %s %s -> %d %s %r",
+            request.method,
+            request.path,
+            status,
+            kind,
+            message,
         )
     response = jsonify({"error": message, "type": kind})
     response.status_code = status

@@ -180,7 +180,9 @@ def agui_tool_result(stack: Stack, thread: str) -> Case:
     user = _user(thread, "What is the title?")
     stack.turn("/agui", _agui(thread, [user]))
     answer = {"id": f"t-{thread}", "role": "tool", "toolCallId": "call_t", "content": "Home"}
-    return Case("continue", thread, "/agui", _agui(thread, [user, answer]), _suspended(stack, thread))
+    return Case(
+        "continue", thread, "/agui", _agui(thread, [user, answer]), _suspended(stack, thread)
+    )
 
 
 def agui_resume(stack: Stack, thread: str) -> Case:

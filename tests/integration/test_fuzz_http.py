@@ -303,7 +303,10 @@ def test_agui(app_client: tuple[FlaskClient, redis.Redis], body: bytes, delivery
 
 
 @FUZZ
-@given(body=raw_bodies(agui_body | spoiled(AGUI_TURN)), agent=st.sampled_from(["default", "nope", "x" * 300]))
+@given(
+    body=raw_bodies(agui_body | spoiled(AGUI_TURN)),
+    agent=st.sampled_from(["default", "nope", "x" * 300]),
+)
 def test_agent(app_client: tuple[FlaskClient, redis.Redis], body: bytes, agent: str) -> None:
     _post(*app_client, f"/agent/{agent}", body)
 
@@ -365,7 +368,9 @@ def test_mercure_token(app_client: tuple[FlaskClient, redis.Redis], thread: str)
     _check(client.get("/mercure/token", query_string=f"threadId={quote(raw)}"))
 
 
-stop_body = st.fixed_dictionaries({}, optional={"activeStreamId": ids, "assistantMessage": json_values})
+stop_body = st.fixed_dictionaries(
+    {}, optional={"activeStreamId": ids, "assistantMessage": json_values}
+)
 
 
 @FUZZ
