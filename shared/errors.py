@@ -4,8 +4,7 @@ Hierarchy::
 
     RelaylineError
     ├── InputTranslationError      bad input from a client (HTTP 400)
-    │   └── InvalidTextError       text no store or wire takes: a lone surrogate, a control
-    │                              character in an id (HTTP 400)
+    │   └── InvalidTextError       a lone surrogate anywhere, a control char in an id (HTTP 400)
     ├── WorkflowError              the run refuses the operation (HTTP 409)
     │   ├── StaleRunError          expected run id or attempt is no longer current (HTTP 409)
     │   ├── RunInFlightError       a new turn while a run holds the thread (HTTP 409)
@@ -131,6 +130,7 @@ class StreamLostError(DeliveryError):
 HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
     {
         InputTranslationError: 400,
+        InvalidTextError: 400,
         WorkflowError: 409,
         StaleRunError: 409,
         RunInFlightError: 409,
