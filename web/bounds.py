@@ -96,15 +96,15 @@ def check_id(value: object, what: str, *, required: bool = False) -> str | None:
     return value
 
 
-def check_new_message_id(messages: list[Any], role: str = "user") -> None:
-    """The id of a new turn's message (the trailing ``role`` message), which is stored:
+def check_new_message_id(messages: list[Any]) -> None:
+    """The id of a new turn's message (the trailing user message), which is stored:
     at most 64 characters, as the agent requires (shared.ids.MESSAGE_ID), refused here
     rather than after the headers. Already an id (``check_id``); absent is generated."""
     if not messages or not isinstance(messages[-1], Mapping):
         return
     last = messages[-1]
     value = last.get("id")
-    if last.get("role") == role and isinstance(value, str) and not MESSAGE_ID.match(value):
+    if last.get("role") == "user" and isinstance(value, str) and not MESSAGE_ID.match(value):
         raise InputTranslationError(
             f"'messages[{len(messages) - 1}].id' names the new message, which is stored: "
             "use at most 64 characters."
