@@ -151,14 +151,13 @@ class Subscription:
 
     def _deliver(self, item: _Item) -> None:
         sink = self._sink
-        if (
-            sink is not None
-            and isinstance(item, list)
-            and not self._items
-            and sum(map(len, item)) <= TAKE_CHARS  # larger: taken in parts by the response
-        ):
-            item = self._write(sink, item)
-            if self._sink is not None:
+        if sink is not None and isinstance(item, list) and not self._items:
+            # At most about TAKE_CHARS written at once; the rest goes to the response,
+            # which takes it in parts (so no read is copied whole for one client).
+            fits = max(1, _within(item, TAKE_CHARS))
+            rest = item[fits:]
+            item = self._write(sink, item[:fits]) + rest
+            if self._sink is not None and not item:
                 return  # all written
         if isinstance(item, list):
             self._delivered += len(item)
