@@ -54,6 +54,7 @@ from relayline.shared.sse import encode_event
 from relayline.shared.texts import delivery_not_configured, run_recovered, stream_lost
 from relayline.web.admission import QueueFullError, admit_turn, retract, withdraw
 from relayline.web.bounds import json_body as json_body  # re-exported: it lived here
+from relayline.web.continuations import claim_answer, release_answer
 from relayline.web.cursor import frame_id
 from relayline.web.direct import ClientGone, DirectSocket, direct_socket, frames_of
 from relayline.web.sending import release_if_idle, send_by_name
@@ -139,6 +140,8 @@ def _send(job: TurnJob | ContinueJob) -> Sent:
     def announced(pipe: Pipeline) -> None:
         queue_announce(pipe, job.thread_id, segment, limits)
 
+    if isinstance(job, ContinueJob):
+        claim_answer(svc, job, segment_id)  # 409 for all but the first answer
     try:
         # 429 before anything is announced or sent; an admitted turn is announced in
         # the same round trip when no limit is set.
@@ -146,13 +149,14 @@ def _send(job: TurnJob | ContinueJob) -> Sent:
         job = dataclasses.replace(job, segment_id=segment_id)
         task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
         send_by_name(svc, task, job.to_json())
-    except QueueFullError:
-        raise  # refused: nothing was counted or announced
-    except BaseException:
-        # Not sent (Redis or the broker is down: a 503): leave no count and no
-        # announced segment.
-        withdraw(svc, segment_id, job.owner)
-        retract(svc, job.thread_id, segment)
+    except BaseException as exc:
+        if isinstance(job, ContinueJob):
+            release_answer(svc, job, segment_id)
+        if not isinstance(exc, QueueFullError):  # refused: nothing was counted or announced
+            # Not sent (Redis or the broker is down: a 503): leave no count and no
+            # announced segment.
+            withdraw(svc, segment_id, job.owner)
+            retract(svc, job.thread_id, segment)
         raise
     return Sent(segment_id)
 

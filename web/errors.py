@@ -1,4 +1,5 @@
-"""Errors before any header become JSON ``{"error", "type"}`` with the status of
+"""Errors before any header become JSON ``{"error", "type"}`` (and the error's ``details()``,
+such as a ``code``) with the status of
 docs/DESIGN.md section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize,
 503 (with ``Retry-After``) when a dependency is down.
 relayline's own statuses come from ``relayline.shared.errors.HTTP_STATUS``; ``type`` is the
@@ -14,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
-from relayline.shared.errors import RelaylineError, UnavailableError, http_status
+from relayline.shared.errors import RefusalDetails, RelaylineError, UnavailableError, http_status
 
 logger = logging.getLogger("relayline.web")
 
@@ -22,8 +23,10 @@ logger = logging.getLogger("relayline.web")
 UNAVAILABLE = "The message queue is unavailable; nothing was sent. Retry shortly."
 
 
-def error_response(status: int, message: str, kind: str) -> Response:
-    response = jsonify({"error": message, "type": kind})
+def error_response(
+    status: int, message: str, kind: str, details: RefusalDetails | None = None
+) -> Response:
+    response = jsonify({"error": message, "type": kind, **(details or {})})
     response.status_code = status
     return response
 
@@ -37,7 +40,10 @@ def init_app(app: Flask | Blueprint) -> None:
         status = http_status(exc)
         if status is None:  # a run's failure escaping before the headers: no refusal
             return unexpected(exc)
-        response = error_response(status, exc.message, type(exc).__name__)
+        details = exc.details()
+        response = error_response(status, exc.message, type(exc).__name__, details)
+        if "code" in details:  # a refusal a client acts on by its code: one line for the operator
+            logger.info("refused %s (%s): %s", details["code"], type(exc).__name__, exc.message)
         if isinstance(exc, UnavailableError):
             response.headers["Retry-After"] = str(exc.retry_after)
         return response

@@ -24,6 +24,7 @@ from relayline.shared.errors import (
     ExpiredError,
     InputTranslationError,
     RunFailedError,
+    RunNotWaitingError,
     StaleRunError,
     WorkflowError,
 )
@@ -242,15 +243,19 @@ class Agent:
 
     def _suspended(self) -> tuple[RunRecord, InterruptRequest]:
         record = self.inspect()
-        if record is None or record.status == "completed":
+        if record is None:
             raise InputTranslationError("There is no persisted run to continue.")
         request = request_from_record(record)
         if request is None:
-            # A well-formed answer that came too late or too early (the run went on, or
-            # is still running): a conflict with the run's state, not bad input.
-            raise WorkflowError(
+            # A well-formed answer that came too late or too early (another answer won,
+            # the run went on or ended): a conflict with the run's state, which the
+            # refusal carries, not bad input.
+            raise RunNotWaitingError(
                 f"Run '{record.run_id}' is {record.status}: there is no current "
-                "interruption to answer."
+                "interruption to answer.",
+                code="RUN_NOT_WAITING",
+                run_id=record.run_id,
+                status=record.status,
             )
         return record, request
 

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from relayline.shared.agent import Agent
-from relayline.shared.errors import InputTranslationError, StaleRunError, WorkflowError
+from relayline.shared.errors import RunNotWaitingError, StaleRunError, WorkflowError
 from relayline.shared.interrupts import ApprovalRequest, ToolResultsRequest
 from relayline.shared.persistence import Store
 from tests.support.agents import build_spec, count
@@ -188,7 +188,7 @@ def test_stale_submission_is_refused_and_writes_nothing(store: Store, tmp_path: 
     with pytest.raises(StaleRunError, match="expected execution attempt 1, current attempt is 2"):
         second.run()
     assert snapshot(store) == before
-    with pytest.raises(InputTranslationError, match="There is no persisted run to continue"):
+    with pytest.raises(RunNotWaitingError, match="is completed: there is no current"):
         Agent("t-5", spec, store).submit_tool_results({"call_t": {"result": "Two"}})
     assert count(tmp_path, "model") == 2
 
