@@ -136,7 +136,7 @@ BATCH_SCRIPT: dict[str, Any] = {
         {
             # a short answer in a handful of deltas: a stop can land at any of them
             "match": "(?i)brief",
-            "steps": [{"chunk_delay_ms": 5, "text": "A brief answer in some chunks."}],
+            "steps": [{"chunk_delay_ms": 20, "text": "A brief answer in some chunks."}],
         },
         {
             "match": "(?i)meet (\\w+) after (\\w+)",
