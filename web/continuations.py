@@ -6,7 +6,10 @@ Staging reads the run and refuses what it can (``RunNotWaitingError`` with
 ``RUN_NOT_WAITING`` once the run runs or has ended), but requests that read the run
 while it still waited all pass staging. The claim decides among them: the first to
 claim ``(run, attempt)`` in Redis (``channels.runs.claims``) continues; the others get
-``ALREADY_ANSWERED``. The worker's compare-and-set on the run stays the last fence.
+``ALREADY_ANSWERED``. The worker's compare-and-set on the run stays the last fence. An
+identical repeat of answers the run already accepted claims nothing: it changes
+nothing (its segment repeats the interruption), and a claim it held would refuse the
+run's next real answer at the same attempt.
 
 The claim lives for the relay timeout: a request that could not send gives it back at
 once; one whose process died between claim and send holds it that long (the run can be

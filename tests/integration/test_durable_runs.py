@@ -151,9 +151,13 @@ def test_identical_repeat_is_accepted_without_work(store: Store, tmp_path: Path)
     Agent("t-3", spec, store).submit_approval_decisions(
         {"call_a": "approve", "call_b": "approve", "call_c": "approve"}
     ).run()
-    Agent("t-3", spec, store).submit_tool_results({"call_a": {"result": "A"}}).run()
+    first = Agent("t-3", spec, store).submit_tool_results({"call_a": {"result": "A"}})
+    assert first.adds_answers  # the web claims the interruption for this one
+    first.run()
     before = snapshot(store)
-    state = Agent("t-3", spec, store).submit_tool_results({"call_a": {"result": "A"}}).run()
+    repeat = Agent("t-3", spec, store).submit_tool_results({"call_a": {"result": "A"}})
+    assert not repeat.adds_answers  # nothing new: it claims nothing, competes with no one
+    state = repeat.run()
     assert state.status == "suspended"
     assert state.interrupt is not None and state.interrupt.pending_ids == ["call_b", "call_c"]
     assert snapshot(store) == before
