@@ -1,6 +1,6 @@
 """Web origins (``scheme://host[:port]``, RFC 6454) as browsers send them in ``Origin``:
-what RELAYLINE_ALLOWED_ORIGINS lists and what a cookie-authenticated request's
-``Origin`` is compared with (web.cross_site)."""
+what RELAYLINE_CORS_ORIGINS lists: the origins that get CORS answers (web.cors) and
+that a cookie-authenticated request's ``Origin`` may be (web.cross_site)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def origin_of(url: str) -> str | None:
     return f"{scheme}://{host}"
 
 
-def parse_origins(value: str, name: str = "RELAYLINE_ALLOWED_ORIGINS") -> tuple[str, ...]:
+def parse_origins(value: str, name: str = "RELAYLINE_CORS_ORIGINS") -> tuple[str, ...]:
     """A comma-separated list of origins, normalized; ValueError naming the first entry
     that is not exactly an origin (a path, a query or a wildcard would suggest a rule
     this check does not apply)."""

@@ -183,10 +183,10 @@ class Settings:
     #: RELAYLINE_PUBLIC_URL, the origin browsers reach this server at, without a trailing
     #: slash (Mercure topics are URLs under it)
     public_url: str = "http://127.0.0.1:8000"
-    #: RELAYLINE_ALLOWED_ORIGINS, comma-separated ``scheme://host[:port]``: the pages
-    #: besides this server's own (its Host, RELAYLINE_PUBLIC_URL) whose cookie-authenticated
-    #: requests may change state (web.cross_site)
-    allowed_origins: tuple[str, ...] = ()
+    #: RELAYLINE_CORS_ORIGINS, comma-separated ``scheme://host[:port]``: the other origins
+    #: a browser may call relayline from. Their pages get CORS answers (web.cors), and their
+    #: cookie-authenticated requests may change state (web.cross_site). Empty: none.
+    cors_origins: tuple[str, ...] = ()
     #: PORT, the TCP port ``relayline web`` and ``relayline up`` listen on by default
     port: int = 8000
     pusher: PusherSettings = dataclasses.field(default_factory=PusherSettings)
@@ -390,7 +390,7 @@ class Settings:
             token_ttl=float(token_ttl) if token_ttl is not None else cls.token_ttl,
             delivery=delivery,
             public_url=(get("RELAYLINE_PUBLIC_URL") or cls.public_url).rstrip("/"),
-            allowed_origins=parse_origins(get("RELAYLINE_ALLOWED_ORIGINS") or ""),
+            cors_origins=parse_origins(get("RELAYLINE_CORS_ORIGINS") or ""),
             port=int(port) if port is not None else cls.port,
             pusher=PusherSettings(
                 app_id=get("PUSHER_APP_ID"),

@@ -8,10 +8,10 @@ and the browser adds that site's cookies. Two rules keep such a request from act
 - Content type: a body is taken only as its route's media type (``application/json``;
   the form encoding pusher-js sends to ``POST /pusher/auth``); another type, or a body
   without one, is a 415. A page can send JSON to another origin only after a preflight,
-  which relayline never consents to.
+  which relayline consents to only for RELAYLINE_CORS_ORIGINS (web.cors).
 - Origin: when the application's ``current_user`` decides who asks (a session cookie is
   sent whichever page asks), a request whose ``Origin`` is neither this server's (the
-  request's host, or RELAYLINE_PUBLIC_URL) nor listed in RELAYLINE_ALLOWED_ORIGINS is a
+  request's host, or RELAYLINE_PUBLIC_URL) nor listed in RELAYLINE_CORS_ORIGINS is a
   403. It covers what the first rule lets through: a stop without a body, the
   form-encoded Pusher auth. Browsers send ``Origin`` with every cross-origin request of
   these methods, so a request without one (a server, curl) passes. Bearer tokens
@@ -76,12 +76,12 @@ def _check_origin(svc: Services) -> None:
         return  # not a browser's cross-origin request
     origin = origin_of(sent)
     own = {origin_of(request.host_url), origin_of(svc.settings.public_url)}
-    if origin is not None and (origin in own or origin in svc.settings.allowed_origins):
+    if origin is not None and (origin in own or origin in svc.settings.cors_origins):
         return
     _log("ForeignOrigin", f"Origin {sent!r}")
     raise ForeignOrigin(
         f"A page of {sent!r} may not act for the signed-in user: only this server's own "
-        "pages and the origins in RELAYLINE_ALLOWED_ORIGINS may."
+        "pages and the origins in RELAYLINE_CORS_ORIGINS may."
     )
 
 

@@ -3,19 +3,22 @@ such as a ``code``) with the status of
 docs/DESIGN.md section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize,
 503 (with ``Retry-After``) when a dependency is down.
 relayline's own statuses come from ``relayline.shared.errors.HTTP_STATUS``; ``type`` is the
-exception's class name."""
+exception's class name. Every refusal is one INFO line on the ``relayline.web`` logger
+(method, path, status, type, its code if it has one, message), so an operator sees why a
+client was turned away."""
 
 from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, Flask, Response, jsonify
+from flask import Blueprint, Flask, Response, jsonify, request
 from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
 from relayline.shared.errors import RefusalDetails, RelaylineError, UnavailableError, http_status
+from relayline.web.body_limit import BODY_TOO_LARGE
 
 logger = logging.getLogger("relayline.web")
 
@@ -26,6 +29,18 @@ UNAVAILABLE = "The message queue is unavailable; nothing was sent. Retry shortly
 def error_response(
     status: int, message: str, kind: str, details: RefusalDetails | None = None
 ) -> Response:
+    if status < 500:
+        # The message may quote what the client sent: %r keeps a control character or
+        # a lone surrogate from breaking the line. A refusal with a code names it.
+        logger.info(
+            "request refused: %s %s -> %d %s%s %r",
+            request.method,
+            request.path,
+            status,
+            kind,
+            f" {details['code']}" if details and "code" in details else "",
+            message,
+        )
     response = jsonify({"error": message, "type": kind, **(details or {})})
     response.status_code = status
     return response
@@ -40,10 +55,7 @@ def init_app(app: Flask | Blueprint) -> None:
         status = http_status(exc)
         if status is None:  # a run's failure escaping before the headers: no refusal
             return unexpected(exc)
-        details = exc.details()
-        response = error_response(status, exc.message, type(exc).__name__, details)
-        if "code" in details:  # a refusal a client acts on by its code: one line for the operator
-            logger.info("refused %s (%s): %s", details["code"], type(exc).__name__, exc.message)
+        response = error_response(status, exc.message, type(exc).__name__, exc.details())
         if isinstance(exc, UnavailableError):
             response.headers["Retry-After"] = str(exc.retry_after)
         return response
@@ -59,7 +71,10 @@ def init_app(app: Flask | Blueprint) -> None:
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
-        response = error_response(exc.code or 500, exc.description or exc.name, type(exc).__name__)
+        message = exc.description or exc.name
+        if exc.code == 413:  # the same words whether the length was announced or not
+            message = BODY_TOO_LARGE
+        response = error_response(exc.code or 500, message, type(exc).__name__)
         # The exception's own headers (WWW-Authenticate of a 401, Allow of a 405) stay.
         response.headers.extend((k, v) for k, v in exc.get_headers() if k != "Content-Type")
         return response

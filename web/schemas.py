@@ -108,9 +108,14 @@ class ChatBody(Body):
 class ChatStopBody(Body):
     """``POST /api/chat/<id>/stop`` (the body may be empty)."""
 
-    activeStreamId: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+    activeStreamId: str | None = Field(
+        default=None, max_length=MAX_ID_CHARS, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$"
+    )
     refusals: ClassVar[dict[str, str]] = {
-        "activeStreamId": f"'activeStreamId' must be a string of at most {MAX_ID_CHARS} characters."
+        "activeStreamId": (
+            f"'activeStreamId' must be a string of at most {MAX_ID_CHARS} characters, "
+            "without control characters."
+        )
     }
 
 

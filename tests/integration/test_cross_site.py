@@ -6,7 +6,7 @@ A page of another site can make the browser send a simple request (text/plain, a
 an untyped body, no body) with the host's cookie and without a preflight. Such a request
 never changes anything: a body of another type than the route's is a 415, and a page of
 a foreign origin is a 403, so the approval-gated tool does not run. The host's own
-pages, the origins in RELAYLINE_ALLOWED_ORIGINS and non-browser clients still act."""
+pages, the origins in RELAYLINE_CORS_ORIGINS and non-browser clients still act."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def host_app(env: dict[str, str]) -> Flask:
             "RELAYLINE_DATABASE_URL": env["DATABASE_URL"],
             "RELAYLINE_REDIS_URL": env["REDIS_URL"],
             "RELAYLINE_AGENT": env["RELAYLINE_AGENT"],
-            "RELAYLINE_ALLOWED_ORIGINS": [ALLOWED],
+            "RELAYLINE_CORS_ORIGINS": [ALLOWED],
             **{f"RELAYLINE_{name}": value for name, value in PUSH_ENV.items()},
         }
     )
@@ -183,7 +183,7 @@ def test_a_foreign_page_is_refused_whatever_it_sends(
         message = refusal(answer, 403, "ForeignOrigin")
         assert message == (
             f"A page of {origin!r} may not act for the signed-in user: only this server's "
-            "own pages and the origins in RELAYLINE_ALLOWED_ORIGINS may."
+            "own pages and the origins in RELAYLINE_CORS_ORIGINS may."
         )
     # What a form post or a fetch without a body gets through the media rule: a stop,
     # an erase, Pusher's form-encoded auth (which would claim a new thread).

@@ -140,8 +140,8 @@ def test_a_refusal_with_a_code_logs_one_line_for_the_operator(
         app.test_client().get(f"/raise/{RunNotWaitingError.__name__}")
     lines = [r.getMessage() for r in caplog.records]
     assert lines == [
-        "refused ALREADY_ANSWERED (RunNotWaitingError): "
-        "Refused for a reason the developer can act on."
+        "request refused: GET /raise/RunNotWaitingError -> 409 RunNotWaitingError "
+        "ALREADY_ANSWERED 'Refused for a reason the developer can act on.'"
     ]
 
 

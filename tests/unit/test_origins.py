@@ -1,4 +1,4 @@
-"""Origins as browsers send them, and RELAYLINE_ALLOWED_ORIGINS (shared.origins)."""
+"""Origins as browsers send them, and RELAYLINE_CORS_ORIGINS (shared.origins)."""
 
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ def test_origin_of(url: str, origin: str | None) -> None:
     assert origin_of(url) == origin
 
 
-def test_allowed_origins_are_read_and_normalized() -> None:
-    env = {"RELAYLINE_ALLOWED_ORIGINS": " https://App.example:443/ , http://localhost:3000,"}
-    allowed = Settings.from_env(env).allowed_origins
+def test_cors_origins_are_read_and_normalized() -> None:
+    env = {"RELAYLINE_CORS_ORIGINS": " https://App.example:443/ , http://localhost:3000,"}
+    allowed = Settings.from_env(env).cors_origins
     assert allowed == ("https://app.example", "http://localhost:3000")
-    assert Settings.from_env({}).allowed_origins == ()
-    config = {"RELAYLINE_ALLOWED_ORIGINS": ["https://a.example", "https://b.example"]}
-    assert Settings.from_config(config, {}).allowed_origins == (
+    assert Settings.from_env({}).cors_origins == ()
+    config = {"RELAYLINE_CORS_ORIGINS": ["https://a.example", "https://b.example"]}
+    assert Settings.from_config(config, {}).cors_origins == (
         "https://a.example",
         "https://b.example",
     )
@@ -45,6 +45,6 @@ def test_anything_but_an_origin_is_refused(entry: str) -> None:
     with pytest.raises(ValueError) as caught:
         parse_origins(f"https://ok.example,{entry}")
     assert str(caught.value) == (
-        "RELAYLINE_ALLOWED_ORIGINS lists origins as scheme://host[:port], separated by "
+        "RELAYLINE_CORS_ORIGINS lists origins as scheme://host[:port], separated by "
         f"commas; got {entry!r}."
     )
