@@ -49,7 +49,8 @@ DEAD_LETTER = "relayline:dead-letter"
 
 
 def pending_stop_key(segment_id: str) -> str:
-    """A stop that arrived before the segment's task started."""
+    """Who took the segment's start first: a stop that arrived before its task started,
+    or the task (``run:<run id>``) (channels.runs.claims)."""
     return f"relayline:{{seg:{segment_id}}}:stop"
 
 
@@ -71,6 +72,12 @@ def heartbeat_key(run_id: str) -> str:
 def job_key(run_id: str) -> str:
     """The job a run executes, kept so a recovery can send it again."""
     return f"relayline:{{run:{run_id}}}:job"
+
+
+def continuation_key(run_id: str, attempt: int) -> str:
+    """The segment of the one request that answers the run's interruption at
+    ``attempt`` (channels.runs.claims)."""
+    return f"relayline:{{run:{run_id}}}:answer:{attempt}"
 
 
 def recovery_key(run_id: str, attempt: int) -> str:
@@ -105,9 +112,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec(
         "relayline:{seg:<segment>}:stop",
         "string",
-        "until the turn would have started (queue wait)",
-        "web (stop before start)",
-        "worker (as the task starts)",
+        "max age (RELAYLINE_STREAM_MAX_AGE): as long as the segment may be active",
+        "web (stop before start), worker (as the task starts: run:<run>)",
+        "web (stop), worker (as the task starts)",
     ),
     KeySpec(
         "relayline:{thread:<thread>}:active",
@@ -164,6 +171,13 @@ KEYS: tuple[KeySpec, ...] = (
         "as long as the run may be recovered",
         "worker (RunHeartbeat)",
         "worker (recovery)",
+    ),
+    KeySpec(
+        "relayline:{run:<run>}:answer:<attempt>",
+        "string",
+        "relay timeout (RELAYLINE_RELAY_TIMEOUT), or until its request failed to send",
+        "web (continuation: the first answer's segment)",
+        "web (continuation: later answers are refused)",
     ),
     KeySpec(
         "relayline:{run:<run>}:recovery:<attempt>",

@@ -9,6 +9,7 @@ Hierarchy::
     │   ├── StaleRunError          expected run id or attempt is no longer current (HTTP 409)
     │   ├── RunInFlightError       a new turn while a run holds the thread (HTTP 409)
     │   ├── ConflictError          a concurrent change won the compare-and-set; retry (HTTP 409)
+    │   ├── RunNotWaitingError     a continuation for a run that no longer waits for it (HTTP 409)
     │   └── ExpiredError           the wait's deadline has passed (HTTP 409)
     ├── StepLimitError             the turn needed more model calls than max_steps allows
     ├── ToolError                  a tool cannot run here (frontend tool executed on the backend)
@@ -21,16 +22,27 @@ Hierarchy::
         └── StreamLostError        the stream's transport broke; the run goes on, resume it
 
 A refusal raised before a response starts is answered ``{"error": message, "type": class
-name}`` with its status from ``HTTP_STATUS`` (``web/errors.py``). The errors in
-``NOT_HTTP`` are failures of a run, not answers to a request: the protocol's error
-frame reports them, and one escaping before the headers is a plain 500.
+name}`` (and its ``details()``) with its status from ``HTTP_STATUS``
+(``web/errors.py``). The errors in ``NOT_HTTP`` are failures of a run, not answers to
+a request: the protocol's error frame reports them, and one escaping before the headers
+is a plain 500.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal, TypedDict
+
+
+class RefusalDetails(TypedDict, total=False):
+    """What a refusal's JSON body carries beside ``error`` and ``type``."""
+
+    #: a stable reason a client can branch on
+    code: str
+    runId: str
+    #: the run's status as the refusal found it
+    status: str
 
 
 class RelaylineError(Exception):
@@ -39,6 +51,10 @@ class RelaylineError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def details(self) -> RefusalDetails:
+        """Fields of the refusal's body beside ``error`` and ``type`` (none by default)."""
+        return {}
 
 
 class InputTranslationError(RelaylineError):
@@ -65,6 +81,26 @@ class RunInFlightError(WorkflowError):
 
 class ConflictError(WorkflowError):
     """Another process changed the run between read and write; nothing was written."""
+
+
+#: why a continuation found no interruption to answer (``RunNotWaitingError.code``)
+NotWaitingCode = Literal["ALREADY_ANSWERED", "RUN_NOT_WAITING"]
+
+
+class RunNotWaitingError(WorkflowError):
+    """A continuation (approvals, tool results) lost: the run no longer waits for it.
+    ``code`` says why: ``ALREADY_ANSWERED`` (another request answered this interruption
+    first and continues the run) or ``RUN_NOT_WAITING`` (the run is running or has ended);
+    ``status`` is the run's status as the refusal found it."""
+
+    def __init__(self, message: str, *, code: NotWaitingCode, run_id: str, status: str) -> None:
+        super().__init__(message)
+        self.code: NotWaitingCode = code
+        self.run_id = run_id
+        self.status = status
+
+    def details(self) -> RefusalDetails:
+        return {"code": self.code, "runId": self.run_id, "status": self.status}
 
 
 class ExpiredError(WorkflowError):
@@ -135,6 +171,7 @@ HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
         StaleRunError: 409,
         RunInFlightError: 409,
         ConflictError: 409,
+        RunNotWaitingError: 409,
         ExpiredError: 409,
         UnavailableError: 503,
     }

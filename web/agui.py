@@ -68,7 +68,7 @@ def _run(agent_id: str) -> Response:
             answers=staged.answers or {},
             stop_after_tool_call=stop,
         )
-        return deliver(job, on_disconnect)
+        return deliver(job, on_disconnect, claim=staged.adds_answers)
     turn = translator.new_turn(payload)
     tools = translator.tools(payload, backend_tool_names=[t.name for t in spec.tools])
     now = make_room(thread_id, current_run(thread), strategy(spec, payload.get("forwardedProps")))

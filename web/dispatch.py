@@ -54,6 +54,7 @@ from relayline.shared.sse import encode_event
 from relayline.shared.texts import delivery_not_configured, run_recovered, stream_lost
 from relayline.web.admission import QueueFullError, admit_turn, retract, withdraw
 from relayline.web.bounds import json_body as json_body  # re-exported: it lived here
+from relayline.web.continuations import claim_answer, release_answer
 from relayline.web.cursor import frame_id
 from relayline.web.direct import ClientGone, DirectSocket, direct_socket, frames_of
 from relayline.web.sending import release_if_idle, send_by_name
@@ -102,17 +103,22 @@ def deliver(
     on_disconnect: DisconnectPolicy | None = None,
     *,
     now: bool = True,
+    claim: bool = True,
 ) -> Response:
     """Relay (one SSE response) or push (202 with where to listen), as the request's
     ``?delivery=`` or RELAYLINE_DELIVERY asks. ``on_disconnect`` (default: the request's
     ``?onDisconnect=``) says whether a relayed client that goes away stops the run;
-    ``now=False`` queues a new turn behind the thread's run (web.multitask)."""
+    ``now=False`` queues a new turn behind the thread's run (web.multitask). A
+    continuation claims the interruption it answers (web.continuations) unless
+    ``claim=False``: it adds no answer (``Continuation.adds_answers``)."""
     name = request.args.get("delivery") or services().settings.delivery
     if name not in DELIVERIES:
         *others, last = DELIVERIES
         raise BadRequest(f"Unknown delivery {name!r}; use {', '.join(others)} or {last}.")
     policy = on_disconnect or disconnect_policy()
     send: Sender = _send if now or not isinstance(job, TurnJob) else _queue
+    if isinstance(job, ContinueJob) and claim:
+        send = _send_claimed
     return DELIVERIES[name](job, send, policy)
 
 
@@ -128,17 +134,27 @@ class Sent:
 Sender = Callable[[TurnJob | ContinueJob], Sent]
 
 
-def _send(job: TurnJob | ContinueJob) -> Sent:
+def _send_claimed(job: TurnJob | ContinueJob) -> Sent:
+    """``_send`` a continuation that answers its run's interruption only if no other
+    request answered it first (409 before anything is announced or sent)."""
+    return _send(job, claim=True)
+
+
+def _send(job: TurnJob | ContinueJob, *, claim: bool = False) -> Sent:
     """Enqueue ``job`` as a new segment, announced as the thread's active one first (so
     a reload finds it from now on)."""
     svc = services()
     segment_id = new_segment_id()
     segment = ActiveSegment(job.protocol, segment_id)
+    #: the continuation that must first claim its run's interruption (web.continuations)
+    answering = job if claim and isinstance(job, ContinueJob) else None
     limits = LogLimits.from_settings(svc.settings)
 
     def announced(pipe: Pipeline) -> None:
         queue_announce(pipe, job.thread_id, segment, limits)
 
+    if answering is not None:
+        claim_answer(svc, answering, segment_id)  # 409 for all but the first answer
     try:
         # 429 before anything is announced or sent; an admitted turn is announced in
         # the same round trip when no limit is set.
@@ -146,13 +162,14 @@ def _send(job: TurnJob | ContinueJob) -> Sent:
         job = dataclasses.replace(job, segment_id=segment_id)
         task = RUN_TURN if isinstance(job, TurnJob) else CONTINUE_RUN
         send_by_name(svc, task, job.to_json())
-    except QueueFullError:
-        raise  # refused: nothing was counted or announced
-    except BaseException:
-        # Not sent (Redis or the broker is down: a 503): leave no count and no
-        # announced segment.
-        withdraw(svc, segment_id, job.owner)
-        retract(svc, job.thread_id, segment)
+    except BaseException as exc:
+        if answering is not None:
+            release_answer(svc, answering, segment_id)
+        if not isinstance(exc, QueueFullError):  # refused: nothing was counted or announced
+            # Not sent (Redis or the broker is down: a 503): leave no count and no
+            # announced segment.
+            withdraw(svc, segment_id, job.owner)
+            retract(svc, job.thread_id, segment)
         raise
     return Sent(segment_id)
 

@@ -1,9 +1,11 @@
-"""Errors before any header become JSON ``{"error", "type"}`` with the status of
+"""Errors before any header become JSON ``{"error", "type"}`` (and the error's ``details()``,
+such as a ``code``) with the status of
 docs/DESIGN.md section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize,
 503 (with ``Retry-After``) when a dependency is down.
 relayline's own statuses come from ``relayline.shared.errors.HTTP_STATUS``; ``type`` is the
 exception's class name. Every refusal is one INFO line on the ``relayline.web`` logger
-(method, path, status, type, message), so an operator sees why a client was turned away."""
+(method, path, status, type, its code if it has one, message), so an operator sees why a
+client was turned away."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
-from relayline.shared.errors import RelaylineError, UnavailableError, http_status
+from relayline.shared.errors import RefusalDetails, RelaylineError, UnavailableError, http_status
 from relayline.web.body_limit import BODY_TOO_LARGE
 
 logger = logging.getLogger("relayline.web")
@@ -24,19 +26,22 @@ logger = logging.getLogger("relayline.web")
 UNAVAILABLE = "The message queue is unavailable; nothing was sent. Retry shortly."
 
 
-def error_response(status: int, message: str, kind: str) -> Response:
+def error_response(
+    status: int, message: str, kind: str, details: RefusalDetails | None = None
+) -> Response:
     if status < 500:
         # The message may quote what the client sent: %r keeps a control character or
-        # a lone surrogate from breaking the line.
+        # a lone surrogate from breaking the line. A refusal with a code names it.
         logger.info(
-            "request refused: %s %s -> %d %s %r",
+            "request refused: %s %s -> %d %s%s %r",
             request.method,
             request.path,
             status,
             kind,
+            f" {details['code']}" if details and "code" in details else "",
             message,
         )
-    response = jsonify({"error": message, "type": kind})
+    response = jsonify({"error": message, "type": kind, **(details or {})})
     response.status_code = status
     return response
 
@@ -50,7 +55,7 @@ def init_app(app: Flask | Blueprint) -> None:
         status = http_status(exc)
         if status is None:  # a run's failure escaping before the headers: no refusal
             return unexpected(exc)
-        response = error_response(status, exc.message, type(exc).__name__)
+        response = error_response(status, exc.message, type(exc).__name__, exc.details())
         if isinstance(exc, UnavailableError):
             response.headers["Retry-After"] = str(exc.retry_after)
         return response

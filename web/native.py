@@ -56,7 +56,7 @@ def _continue(staged: Continuation, agent: Agent) -> Response:
         attempt=staged.attempt,
         answers=staged.answers or {},
     )
-    return deliver(job)
+    return deliver(job, claim=staged.adds_answers)
 
 
 @bp.post("/api/threads/<thread_id>/tool-results")

@@ -134,10 +134,14 @@ class Reply(BaseModel):
 
 
 class ErrorBody(Reply):
-    """Every refusal before the headers (web.errors)."""
+    """Every refusal before the headers (web.errors); a refusal a client acts on by
+    its reason also has ``code`` (a continuation that lost: ``runId`` and ``status``)."""
 
     error: str
     type: str
+    code: str | None = None
+    runId: str | None = None
+    status: str | None = None
 
 
 class CopilotKitNotFound(Reply):
@@ -203,14 +207,18 @@ class CancelReply(Reply):
 class ChatStopReply(Reply):
     success: bool
     stopped: bool
+    #: when not stopped: the status the thread's run stands at (None: no run)
+    status: str | None = None
 
 
 class AgentStopReply(Reply):
-    """CopilotKit's runtime answer: ``{stopped, interrupt}`` or ``{stopped, message}``."""
+    """CopilotKit's runtime answer: ``{stopped, interrupt}`` or ``{stopped, message}``
+    (with ``status`` when not stopped)."""
 
     stopped: bool
     interrupt: dict[str, Any] | None = None
     message: str | None = None
+    status: str | None = None
 
 
 class ThreadLine(Reply):
@@ -326,7 +334,8 @@ _ERRORS = {
     401: "nobody is signed in, or the token is refused",
     403: "a page of a foreign origin, with cookie sign-in (ForeignOrigin)",
     404: "unknown or foreign thread, agent or route",
-    409: "a conflict: a stale run, a settled call, a run holding the thread",
+    409: "a conflict: a stale run, a settled call, a run holding the thread, a continuation "
+    "that lost (RunNotWaitingError: code, runId, status)",
     413: "a body over 1 MiB",
     415: "a body of another Content-Type than the route's",
     429: "too many turns queued",

@@ -2,16 +2,21 @@
 
 - native ``POST /api/threads/<id>/cancel`` answers ``{threadId, stopped, runId, status}``;
 - Vercel ``POST /api/chat/<id>/stop`` (the endpoint the AI SDK's docs ask for) takes
-  ``{activeStreamId?, assistantMessage?}`` and answers ``{success: true, stopped}``;
+  ``{activeStreamId?, assistantMessage?}`` and answers ``{success: true, stopped}``
+  (and ``status`` when not stopped);
   an ``activeStreamId`` that no longer names the chat's running segment stops nothing
   (a late Stop must never end a newer answer); the worker keeps the partial answer, so
   ``assistantMessage`` is not needed and is ignored;
 - CopilotKit ``POST /agent/<agentId>/stop/<threadId>`` and ``POST /agui/stop/<threadId>``
   answer as CopilotKit's runtime does: ``{stopped: true, interrupt: {type: "RUN_ERROR",
-  message: "Run stopped by user", code: "STOPPED"}}`` or ``{stopped: false, message}``.
+  message: "Run stopped by user", code: "STOPPED"}}`` or ``{stopped: false, message,
+  status}``.
 
 Every route is authorized like the others: an unknown or foreign thread is a 404.
-Stopping a finished run changes nothing and answers ``stopped: false``.
+Stopping a finished run changes nothing and answers ``stopped: false`` with the status
+it ended with (``completed`` when it finished first). ``stopped: true`` is decided in
+the database (shared.agent.stop): the run then ends ``cancelled``, whatever its worker
+was about to write.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from flask import Blueprint, Response, jsonify, request
 from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
-from relayline.channels.runs.stops import announce_stop, stop_before_start
+from relayline.channels.runs.claims import stop_before_start
+from relayline.channels.runs.stops import announce_stop
 from relayline.channels.stream.log import active_segment
-from relayline.shared.agent.stop import StopOutcome, stop_thread, wait_stopped
+from relayline.shared.agent.stop import StopOutcome, stop_run, stop_thread, wait_stopped
 from relayline.shared.jobs import DEFAULT_AGENT
 from relayline.web.auth import current_user, thread_for
 from relayline.web.recovering import ShownStatus, shown_status
@@ -37,6 +43,10 @@ from relayline.web.services import Services, services
 logger = logging.getLogger("relayline.web")
 
 bp = Blueprint("stop", __name__)
+
+#: seconds a stop waits for a started task to admit its run (it took the segment's start
+#: a moment before; one refused admission, or far slower, is answered "not stopped")
+ADMISSION_WAIT = 10.0
 
 #: what a client may ask a dropped connection to do (``?onDisconnect=``)
 DisconnectPolicy = Literal["continue", "cancel"]
@@ -70,17 +80,25 @@ def stop_and_wait(svc: Services, thread_id: str, timeout: float) -> str | None:
 
 
 def _stop_unstarted(svc: Services, thread_id: str, outcome: StopOutcome) -> StopOutcome:
-    """A turn still waiting in the broker has a segment announced but no run yet: mark
-    the segment stopped, and its task stops the run as it begins."""
+    """The thread's active segment, when its run was not found running: a turn still
+    waiting in the broker (no run yet), or one whose task started but has not admitted
+    its run, or whose run just ended (the terminal clears the pointer a moment later).
+    The stop and the task race for the segment's start (channels.runs.claims): a stop
+    that wins is a stop (the task stops its run as it begins); else the task's run is
+    stopped through the database, which says whether it ended first."""
     try:
         segment = active_segment(svc.redis, thread_id)
         if segment is None:
             return outcome
-        stop_before_start(svc.redis, segment.segment_id, svc.settings.stream_max_age)
+        start = stop_before_start(svc.redis, segment.segment_id, svc.settings.stream_max_age)
     except RedisError as exc:
         logger.warning("could not stop the waiting turn of thread %s: %s", thread_id, exc)
         return outcome
-    return dataclasses.replace(outcome, stopped=True, status="running", running=True)
+    if start.stopped:
+        return dataclasses.replace(outcome, stopped=True, status="running", running=True)
+    if start.run_id is None or start.run_id == outcome.run_id:
+        return outcome  # the run stop_thread found ended: that is the answer
+    return stop_run(svc.store, thread_id, start.run_id, wait=ADMISSION_WAIT)
 
 
 def disconnect_policy(forwarded: object = None) -> DisconnectPolicy:
@@ -124,8 +142,13 @@ def stop_chat(thread_id: str) -> Response:
     segment_id = body.activeStreamId
     svc = services()
     if segment_id is not None and not _is_active(svc, thread_id, segment_id):
-        return jsonify({"success": True, "stopped": False})
-    return jsonify({"success": True, "stopped": stop(svc, thread_id).stopped})
+        current = svc.store.current_run(thread_id)
+        status = None if current is None else current.status
+        return jsonify({"success": True, "stopped": False, "status": status})
+    outcome = stop(svc, thread_id)
+    if outcome.stopped:
+        return jsonify({"success": True, "stopped": True})
+    return jsonify({"success": True, "stopped": False, "status": outcome.status})
 
 
 def _is_active(svc: Services, thread_id: str, segment_id: str) -> bool:
@@ -144,8 +167,10 @@ def stop_agent(agent_id: str, thread_id: str) -> Response:
     if agent_id not in svc.registry:
         return _json({"error": "Agent not found"}, 404)
     thread_for(thread_id, current_user(), must_exist=True)
-    if not stop(svc, thread_id).stopped:
-        return jsonify({"stopped": False, "message": f"No active run for thread '{thread_id}'."})
+    outcome = stop(svc, thread_id)
+    if not outcome.stopped:
+        message = f"No active run for thread '{thread_id}'."
+        return jsonify({"stopped": False, "message": message, "status": outcome.status})
     interrupt = {"type": "RUN_ERROR", "message": "Run stopped by user", "code": "STOPPED"}
     return jsonify({"stopped": True, "interrupt": interrupt})
 

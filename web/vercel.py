@@ -44,7 +44,7 @@ def post_chat() -> Response:
             attempt=staged.attempt,
             answers=staged.answers or {},
         )
-        return deliver(continued)
+        return deliver(continued, claim=staged.adds_answers)
     turn = translator.new_turn_text(payload)
     if not turn.text.strip():
         raise InputTranslationError(EMPTY_TURN)  # as AG-UI and native refuse it

@@ -24,8 +24,9 @@ import redis
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
-from relayline.channels.keys import heartbeat_key, log_key, pending_stop_key
+from relayline.channels.keys import heartbeat_key, log_key
 from relayline.channels.runs.backlog import uncount
+from relayline.channels.runs.claims import SegmentStart, queue_start
 from relayline.channels.runs.queued_turns import release_when_idle
 from relayline.channels.runs.stops import process_watcher
 from relayline.channels.stream.log import LogLimits
@@ -197,7 +198,9 @@ def _before_start(res: Resources, job: AnyJob) -> _Start:
     pipe = res.redis.pipeline(transaction=False)
     pipe.get(heartbeat_key(job.run_id))
     if stream is not None:
-        pipe.exists(pending_stop_key(stream))
+        # Taken for the run unless a stop took it first (channels.runs.claims): a stop
+        # that comes later finds the run's id and stops it through the database.
+        queue_start(pipe, stream, job.run_id, res.settings.stream_max_age)
         pipe.exists(log_key(stream))
         uncount(pipe, stream, job.owner)
     try:
@@ -209,7 +212,8 @@ def _before_start(res: Resources, job: AnyJob) -> _Start:
         return _Start(alive=False, stopped=False, logged=None)
     if stream is None:
         return _Start(alive=beat_alive(replies[0]), stopped=False, logged=None)
-    return _Start(beat_alive(replies[0]), stopped=bool(replies[1]), logged=bool(replies[2]))
+    stopped = SegmentStart.parse(replies[1]).stopped
+    return _Start(beat_alive(replies[0]), stopped=stopped, logged=bool(replies[2]))
 
 
 def _release_queued(res: Resources, thread_id: str) -> None:

@@ -5,6 +5,8 @@ written first); this is only the wake-up that lets a worker stop within a Redis 
 trip while it waits on the model. A wake-up lost to a Redis outage costs latency, not
 the stop: the loop also reads the record before every model call and tool (but the
 first model call of a run just admitted under the watcher, whose record holds no stop).
+A stop of a turn whose task has not started yet races that task for the segment's start
+(``channels.runs.claims``).
 
 One ``StopWatcher`` per process (after a prefork fork, the child builds its own): one
 Pub/Sub connection on the channel ``relayline:stops`` whatever the number of runs, and
@@ -21,7 +23,7 @@ from collections.abc import Callable
 
 import redis
 
-from relayline.channels.keys import STOPS_CHANNEL, pending_stop_key
+from relayline.channels.keys import STOPS_CHANNEL
 from relayline.shared.stop_signal import StopSignal
 
 logger = logging.getLogger("relayline.stops")
@@ -35,17 +37,6 @@ _RETRY = 1.0
 def announce_stop(client: redis.Redis, run_id: str) -> None:
     """Wake whichever worker process executes ``run_id`` (after ``request_stop``)."""
     client.publish(STOPS_CHANNEL, run_id)
-
-
-def stop_before_start(client: redis.Redis, segment_id: str, keep: float) -> None:
-    """Stop the segment ``segment_id`` whose task has not started yet (its turn waits in
-    the broker, so no run exists to record the stop on): the task stops its run as it
-    begins. Kept ``keep`` seconds, as long as the segment may still start."""
-    client.set(pending_stop_key(segment_id), "1", ex=max(1, round(keep)))
-
-
-def stopped_before_start(client: redis.Redis, segment_id: str | None) -> bool:
-    return segment_id is not None and bool(client.exists(pending_stop_key(segment_id)))
 
 
 class StopWatcher:

@@ -24,6 +24,7 @@ from relayline.shared.errors import (
     ExpiredError,
     InputTranslationError,
     RunFailedError,
+    RunNotWaitingError,
     StaleRunError,
     WorkflowError,
 )
@@ -242,15 +243,19 @@ class Agent:
 
     def _suspended(self) -> tuple[RunRecord, InterruptRequest]:
         record = self.inspect()
-        if record is None or record.status == "completed":
+        if record is None:
             raise InputTranslationError("There is no persisted run to continue.")
         request = request_from_record(record)
         if request is None:
-            # A well-formed answer that came too late or too early (the run went on, or
-            # is still running): a conflict with the run's state, not bad input.
-            raise WorkflowError(
+            # A well-formed answer that came too late or too early (another answer won,
+            # the run went on or ended): a conflict with the run's state, which the
+            # refusal carries, not bad input.
+            raise RunNotWaitingError(
                 f"Run '{record.run_id}' is {record.status}: there is no current "
-                "interruption to answer."
+                "interruption to answer.",
+                code="RUN_NOT_WAITING",
+                run_id=record.run_id,
+                status=record.status,
             )
         return record, request
 
@@ -270,8 +275,8 @@ class Agent:
         answers = answers_for(request)
         if not answers:
             raise InputTranslationError(NO_MATCH)
-        _validate(request, answers)
-        return Continuation(self, record.run_id, record.attempt, answers)
+        fresh = _validate(request, answers)  # only what the run has not accepted yet
+        return Continuation(self, record.run_id, record.attempt, answers, adds_answers=bool(fresh))
 
     def _admit_continuation(
         self, run_id: str, attempt: int, answers: Answers | None, stop_after: bool
@@ -314,11 +319,22 @@ class Continuation:
     """A staged continuation. Nothing ran and nothing was written until ``run()`` or
     ``events()``; both refuse when the run moved on since staging."""
 
-    def __init__(self, agent: Agent, run_id: str, attempt: int, answers: Answers | None) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        run_id: str,
+        attempt: int,
+        answers: Answers | None,
+        *,
+        adds_answers: bool = True,
+    ) -> None:
         self.agent = agent
         self.run_id = run_id
         self.attempt = attempt
         self.answers = answers
+        #: False for an identical repeat of answers the run already accepted: running it
+        #: changes nothing (it repeats the interruption), so it competes with no one
+        self.adds_answers = adds_answers
         self.stop_after = False
 
     def stop_after_tool_call(self, enabled: bool = True) -> Continuation:

@@ -13,6 +13,9 @@ hears of one) is noticed at the next model delta, before each model call and bet
 tools: the loop closes the model stream, keeps the partial answer marked ``stopped``,
 settles every open call as stopped and writes the run ``cancelled`` in one write.
 A backend tool already running finishes first, unless it watches ``current_stop_signal()``.
+The writes that end a run another way (completed, suspended) are refused once a stop is
+recorded (``write_run(unless_stopped=True)``): a stop that lands after the last check
+still ends the run ``cancelled``, so a stop answered ``stopped: true`` always is one.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -48,7 +52,13 @@ from relayline.shared.interrupts import (
 )
 from relayline.shared.jsonutil import dumps
 from relayline.shared.messages import Message, ToolCallPart, new_id
-from relayline.shared.persistence.store import UNCHANGED, RunRecord, Store, Unchanged
+from relayline.shared.persistence.store import (
+    UNCHANGED,
+    RunRecord,
+    StopRequestedError,
+    Store,
+    Unchanged,
+)
 from relayline.shared.providers.base import (
     MetaDelta,
     ModelDelta,
@@ -74,6 +84,7 @@ from relayline.shared.texts import RUN_FAILED
 from relayline.shared.tools import AnyTool, stop_signal_scope
 
 Item = Any  # a chunk or a portable event
+logger = logging.getLogger("relayline.agent")
 
 #: the result the model sees for a non-idempotent call a lost worker left mid-way
 INTERRUPTED_ERROR = "The tool was interrupted; it may or may not have taken effect."
@@ -126,6 +137,7 @@ class RunLoop:
         error: str | Unchanged | None = UNCHANGED,
         lease_expires_at: datetime | Unchanged | None = UNCHANGED,
         fresh: bool = False,
+        unless_stopped: bool = False,
     ) -> RunRecord:
         """Write the run (``Store.write_run``); the lease is renewed unless given."""
         self.record = self.store.write_run(
@@ -139,8 +151,21 @@ class RunLoop:
             error=error,
             lease_expires_at=self._lease() if lease_expires_at is UNCHANGED else lease_expires_at,
             fresh=fresh,
+            unless_stopped=unless_stopped,
         )
         return self.record
+
+    def stopped_meanwhile(self, error: StopRequestedError) -> None:
+        """A stop was recorded after the last check, as the run was about to complete
+        or suspend: the stop was answered ``stopped: true``, so the run ends
+        ``cancelled`` (the caller writes it) rather than overwriting it."""
+        self.record = error.record
+        self.stop_signal.set()
+        logger.info(
+            "run %s of thread %s: stopped as it ended; written cancelled",
+            self.record.run_id,
+            self.record.thread_id,
+        )
 
     def _batch(self) -> BatchJSON:
         batch = self.record.checkpoint.get("batch")
@@ -169,10 +194,11 @@ class RunLoop:
             return True
         return False
 
-    def stop(self, partial: Message | None = None) -> RunRecord:
+    def stop(self, partial: Message | None = None, base: Checkpoint | None = None) -> RunRecord:
         """End the run as ``cancelled`` in one write: the partial answer (marked
         ``stopped``) and, when a tool batch is open, its tool message with every call
-        that has no outcome settled as stopped."""
+        that has no outcome settled as stopped. ``base``: the checkpoint to write from
+        (default: the record's)."""
         append: list[Message] = []
         if partial is not None and (partial.text or partial.reasoning):
             append.append(partial)
@@ -181,7 +207,8 @@ class RunLoop:
         if batch is not None:
             accepted = batches.stopped(batch, accepted)
             append.append(batches.tool_message(batch, accepted))
-        checkpoint: Checkpoint = {**self.record.checkpoint, "batch": None, "toolStarted": None}
+        start = self.record.checkpoint if base is None else base
+        checkpoint: Checkpoint = {**start, "batch": None, "toolStarted": None}
         return self.write(
             append,
             status="cancelled",
@@ -207,12 +234,17 @@ class RunLoop:
                     return self.record
                 if self.record.checkpoint.get("stopAfterBatch"):
                     checkpoint: Checkpoint = {**self.record.checkpoint, "stopAfterBatch": False}
-                    return self.write(
-                        status="completed",
-                        checkpoint=checkpoint,
-                        interrupt=None,
-                        lease_expires_at=None,
-                    )
+                    try:
+                        return self.write(
+                            status="completed",
+                            checkpoint=checkpoint,
+                            interrupt=None,
+                            lease_expires_at=None,
+                            unless_stopped=True,
+                        )
+                    except StopRequestedError as stopped:
+                        self.stopped_meanwhile(stopped)
+                        return self.stop(base=checkpoint)
                 continue
             calls = self.record.checkpoint.get("modelCalls", 0)
             if calls >= self.spec.max_steps:
@@ -287,15 +319,24 @@ class RunLoop:
         if calls:
             self.write(append=[assistant], checkpoint=checkpoint, accepted=Accepted(), fresh=True)
         else:  # the answer ends the turn: one commit for both (fewer commits per turn)
-            self.write(
-                append=[assistant],
-                checkpoint=checkpoint,
-                accepted=Accepted(),
-                status="completed",
-                interrupt=None,
-                lease_expires_at=None,
-                fresh=True,
-            )
+            try:
+                self.write(
+                    append=[assistant],
+                    checkpoint=checkpoint,
+                    accepted=Accepted(),
+                    status="completed",
+                    interrupt=None,
+                    lease_expires_at=None,
+                    fresh=True,
+                    unless_stopped=True,
+                )
+            except StopRequestedError as stopped:
+                # The whole answer was streamed; it is kept, marked stopped like any other.
+                self.stopped_meanwhile(stopped)
+                kept = dataclasses.replace(assistant, meta={**assistant.meta, "stopped": True})
+                self.stop(kept, base=checkpoint)
+                yield StepFinished("model", {"step": step, "stopped": True})
+                return
         yield StepFinished("model", {"step": step})
         if usage is not None:
             yield RunUsage(dict(usage))
@@ -467,12 +508,17 @@ class RunLoop:
         number = self.record.checkpoint.get("interruptSeq", 0) + 1
         checkpoint: Checkpoint = {**self.record.checkpoint, "interruptSeq": number, "batch": batch}
         request = batches.request_for(event_name, number, batch, self.record.accepted)
-        self.write(
-            status="suspended",
-            checkpoint=checkpoint,
-            interrupt=request.to_json(),
-            lease_expires_at=None,
-        )
+        try:
+            self.write(
+                status="suspended",
+                checkpoint=checkpoint,
+                interrupt=request.to_json(),
+                lease_expires_at=None,
+                unless_stopped=True,
+            )
+        except StopRequestedError as stopped:
+            self.stopped_meanwhile(stopped)
+            self.stop()  # the calls it would have waited on are settled as stopped
 
 
 def _until_stopped(

@@ -6,6 +6,12 @@ ends the run ``cancelled`` at its next delta, model call or tool boundary. A sus
 run has no executor, so it is settled here: every call it waits on is answered as
 stopped and the run is written ``cancelled`` in one compare-and-set. Either way the
 thread takes the next turn as soon as the run is ``cancelled``.
+
+The answer is decided in the database, never guessed: recording the stop is a
+conditional update on a run still active, and the executor's completing or suspending
+write is conditional on no stop being recorded, so of a stop and a run's end exactly one
+wins. ``stopped: true`` means the run ends ``cancelled``; ``stopped: false`` comes with
+the status it ended with.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 
 from relayline.shared import batch as batches
 from relayline.shared.errors import ConflictError
@@ -38,8 +45,25 @@ class StopOutcome:
 
 def stop_thread(store: Store, thread_id: str) -> StopOutcome:
     """Stop the thread's current run; idempotent (a finished run answers False)."""
+    return _stop(store, thread_id, lambda: store.current_run(thread_id))
+
+
+def stop_run(store: Store, thread_id: str, run_id: str, wait: float) -> StopOutcome:
+    """Stop the run ``run_id`` of the thread, whose task has started but may not have
+    admitted it yet: its record is awaited at most ``wait`` seconds (a run never
+    admitted, or not within the wait, answers False: nothing of it was stopped)."""
+    if wait_for_run(store, thread_id, run_id, wait) is None:
+        return StopOutcome(False, run_id, None, False)
+    return _stop(store, thread_id, lambda: store.run(thread_id, run_id))
+
+
+def _stop(store: Store, thread_id: str, read: Callable[[], RunRecord | None]) -> StopOutcome:
+    """Stop the run ``read`` returns. The answer is what happened: ``stopped`` only once
+    the stop is recorded on a running run (whose executor's completion is then refused,
+    ``Store.write_run(unless_stopped=True)``) or the suspended run is written
+    ``cancelled``; else the status the run ended with."""
     for _ in range(_ATTEMPTS):
-        record = store.current_run(thread_id)
+        record = read()
         if record is None:
             return StopOutcome(False, None, None, False)
         if record.status == "running":
@@ -76,6 +100,20 @@ def cancel_suspended(store: Store, record: RunRecord) -> RunRecord:
         checkpoint=checkpoint,
         lease_expires_at=None,
     )
+
+
+def wait_for_run(
+    store: Store, thread_id: str, run_id: str, timeout: float, poll: float = 0.01
+) -> RunRecord | None:
+    """The run once its record exists, waiting at most ``timeout`` seconds (None: it
+    does not exist by then)."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()  # never set: a bounded wait between reads of the record
+    while True:
+        record = store.run(thread_id, run_id)
+        if record is not None or time.monotonic() >= deadline:
+            return record
+        pause.wait(poll)
 
 
 def wait_stopped(

@@ -50,3 +50,6 @@ WRITE_RUN: Final = runs.update().where(
     runs.c.run_id == sa.bindparam("b_run"),
     runs.c.version == sa.bindparam("b_version"),
 )
+#: a write that ends the run another way than a stop (completed, suspended): refused
+#: once a stop is recorded, so a stop answered ``stopped: true`` is never overwritten
+WRITE_RUN_UNLESS_STOPPED: Final = WRITE_RUN.where(runs.c.stop_requested.is_(None))

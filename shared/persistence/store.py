@@ -30,6 +30,19 @@ from relayline.shared.records import ACTIVE_STATUSES, Accepted, Checkpoint, RunS
 ACTIVE = ACTIVE_STATUSES
 
 
+class StopRequestedError(ConflictError):
+    """A stop was recorded on the run since it was read, and the write would have ended
+    it another way (``write_run(unless_stopped=True)``): nothing was written. ``record``
+    is the run as it stands; its writer ends it ``cancelled`` instead."""
+
+    def __init__(self, record: RunRecord) -> None:
+        super().__init__(
+            f"Run '{record.run_id}' on thread '{record.thread_id}' was asked to stop; "
+            "nothing was written."
+        )
+        self.record = record
+
+
 class Unchanged(enum.Enum):
     """The default of ``write_run``'s fields: keep what the record holds (None is a
     value some fields are set to)."""
@@ -369,12 +382,16 @@ class Store:
         error: str | Unchanged | None = UNCHANGED,
         lease_expires_at: datetime | Unchanged | None = UNCHANGED,
         fresh: bool = False,
+        unless_stopped: bool = False,
     ) -> RunRecord:
         """Compare-and-set the given fields onto the run (the others are kept);
         ``append`` goes in the same transaction (``fresh``: its ids were just made, so
-        none can be stored yet and none is looked up).
+        none can be stored yet and none is looked up). ``unless_stopped``: write only
+        while no stop is recorded on the run (``request_stop`` is the other half: one
+        conditional update each, so exactly one of a stop and this write wins).
 
-        Raises ConflictError (nothing written) when the run moved since ``record``."""
+        Raises ConflictError (nothing written) when the run moved since ``record``, and
+        StopRequestedError (nothing written) when only a stop was recorded since."""
         updated = RunRecord(
             thread_id=record.thread_id,
             run_id=record.run_id,
@@ -392,9 +409,10 @@ class Store:
             updated=utcnow(),
             stop_requested=record.stop_requested,
         )
+        statement = statements.WRITE_RUN_UNLESS_STOPPED if unless_stopped else statements.WRITE_RUN
         with self.engine.begin() as conn:
             moved = conn.execute(
-                statements.WRITE_RUN,
+                statement,
                 {
                     **_run_row(updated),
                     "b_thread": record.thread_id,
@@ -403,6 +421,9 @@ class Store:
                 },
             )
             if moved.rowcount != 1:
+                found = _run(conn, record.thread_id, record.run_id) if unless_stopped else None
+                if found is not None and found.version == record.version and found.stop_requested:
+                    raise StopRequestedError(found)
                 raise ConflictError(
                     f"Run '{record.run_id}' on thread '{record.thread_id}' was changed by "
                     f"another process (attempt {record.attempt}); nothing was written.",

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from relayline.shared.agent import Agent
-from relayline.shared.errors import InputTranslationError, StaleRunError, WorkflowError
+from relayline.shared.errors import RunNotWaitingError, StaleRunError, WorkflowError
 from relayline.shared.interrupts import ApprovalRequest, ToolResultsRequest
 from relayline.shared.persistence import Store
 from tests.support.agents import build_spec, count
@@ -151,9 +151,13 @@ def test_identical_repeat_is_accepted_without_work(store: Store, tmp_path: Path)
     Agent("t-3", spec, store).submit_approval_decisions(
         {"call_a": "approve", "call_b": "approve", "call_c": "approve"}
     ).run()
-    Agent("t-3", spec, store).submit_tool_results({"call_a": {"result": "A"}}).run()
+    first = Agent("t-3", spec, store).submit_tool_results({"call_a": {"result": "A"}})
+    assert first.adds_answers  # the web claims the interruption for this one
+    first.run()
     before = snapshot(store)
-    state = Agent("t-3", spec, store).submit_tool_results({"call_a": {"result": "A"}}).run()
+    repeat = Agent("t-3", spec, store).submit_tool_results({"call_a": {"result": "A"}})
+    assert not repeat.adds_answers  # nothing new: it claims nothing, competes with no one
+    state = repeat.run()
     assert state.status == "suspended"
     assert state.interrupt is not None and state.interrupt.pending_ids == ["call_b", "call_c"]
     assert snapshot(store) == before
@@ -188,7 +192,7 @@ def test_stale_submission_is_refused_and_writes_nothing(store: Store, tmp_path: 
     with pytest.raises(StaleRunError, match="expected execution attempt 1, current attempt is 2"):
         second.run()
     assert snapshot(store) == before
-    with pytest.raises(InputTranslationError, match="There is no persisted run to continue"):
+    with pytest.raises(RunNotWaitingError, match="is completed: there is no current"):
         Agent("t-5", spec, store).submit_tool_results({"call_t": {"result": "Two"}})
     assert count(tmp_path, "model") == 2
 

@@ -180,10 +180,14 @@ def test_refusals_come_before_any_header(stack: Stack) -> None:
     answer = {"id": "t-e1", "role": "tool", "toolCallId": "call_t", "content": "One"}
     stack.sse("/agui", agui_body("e-1", "r3", [user, answer]))
     late = stack.post("/agui", agui_body("e-1", "r4", [user, answer]))
-    assert late.status_code == 400
+    assert late.status_code == 409  # the run exists and ended: the refusal says so
+    run_id = stack.get("/api/threads/e-1").json()["run"]["runId"]
     assert late.json() == {
-        "error": "There is no persisted run to continue.",
-        "type": "InputTranslationError",
+        "error": f"Run '{run_id}' is completed: there is no current interruption to answer.",
+        "type": "RunNotWaitingError",
+        "code": "RUN_NOT_WAITING",
+        "runId": run_id,
+        "status": "completed",
     }
     assert stack.post("/agui", {"threadId": "bad id!", "messages": []}).status_code == 400
     assert stack.get("/agui/threads/nobody-here").status_code == 404
@@ -208,7 +212,8 @@ def test_frontend_wait_deadline_is_settled_by_a_scheduled_task(
         run = stack.wait_for_run("x-1", "completed")
         assert run["status"] == "completed"
         late = stack.post("/api/threads/x-1/tool-results", {"call_t": {"result": "late"}})
-        assert late.status_code == 400
+        assert late.status_code == 409  # the timeout answered it: the run moved on
+        assert (late.json()["code"], late.json()["status"]) == ("RUN_NOT_WAITING", "completed")
         store = Store(stack.database_url)
         try:
             assert (

@@ -122,7 +122,8 @@ def test_vercel_stop_ends_with_abort_and_reloads_as_stopped(
     stale = requests.post(
         f"{web.url}/api/chat/s-vercel/stop", json={"activeStreamId": "0" * 32}, timeout=10
     )
-    assert stale.json() == {"success": True, "stopped": False}
+    # ``status``: the thread's run as it stands (running: the stale id stopped nothing)
+    assert stale.json() == {"success": True, "stopped": False, "status": "running"}
     segment = _active_segment_id(redis_url, "s-vercel")
     assert live.headers["X-Relayline-Stream-Id"] == segment  # what the client sends back
     stop = requests.post(
@@ -141,6 +142,7 @@ def test_vercel_stop_ends_with_abort_and_reloads_as_stopped(
     assert requests.post(f"{web.url}/api/chat/s-vercel/stop", timeout=10).json() == {
         "success": True,
         "stopped": False,
+        "status": "cancelled",
     }
     assert requests.get(f"{web.url}/api/chat/s-vercel/stream", timeout=10).status_code == 204
 
@@ -188,7 +190,11 @@ def test_copilotkit_stop_route_answers_as_the_runtime_does(
     assert reload["status"] == "cancelled" and len(reload["stopped"]) == 1
 
     idle = requests.post(f"{web.url}/agui/stop/s-agui", timeout=10)
-    assert idle.json() == {"stopped": False, "message": "No active run for thread 's-agui'."}
+    assert idle.json() == {
+        "stopped": False,
+        "message": "No active run for thread 's-agui'.",
+        "status": "cancelled",
+    }
     unknown = requests.post(f"{web.url}/agent/nobody/stop/s-agui", timeout=10)
     assert unknown.status_code == 404 and unknown.json()["error"] == "Agent not found"
     missing = requests.post(f"{web.url}/agent/default/stop/never-seen", timeout=10)

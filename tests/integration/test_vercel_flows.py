@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from relayline.shared.agent import Agent, AgentSpec
-from relayline.shared.errors import InputTranslationError
+from relayline.shared.errors import RunNotWaitingError
 from relayline.shared.jsonutil import normalize_result
 from relayline.shared.messages import Message
 from relayline.shared.persistence import Store
@@ -141,7 +141,7 @@ def test_approval_then_frontend_results_with_reloads(
     assert count(tmp_path, "tool.delete_file") == 1  # never again, in any process
 
     # A predicate that resubmits the finished message is refused before any stream.
-    with pytest.raises(InputTranslationError, match="no persisted run"):
+    with pytest.raises(RunNotWaitingError, match="is completed: there is no current"):
         processes("v-1", client).answer()
 
 

@@ -122,6 +122,23 @@ BATCH_SCRIPT: dict[str, Any] = {
             ],
         },
         {
+            # one approval, then the answer: a run that completes once it is approved
+            "match": "(?i)erase",
+            "steps": [
+                {
+                    "tool_calls": [
+                        {"id": "call_e", "name": "delete_file", "arguments": {"path": "e"}}
+                    ]
+                },
+                {"text": "Erased: {{last_tool_result}}"},
+            ],
+        },
+        {
+            # a short answer in a handful of deltas: a stop can land at any of them
+            "match": "(?i)brief",
+            "steps": [{"chunk_delay_ms": 20, "text": "A brief answer in some chunks."}],
+        },
+        {
             "match": "(?i)meet (\\w+) after (\\w+)",
             "steps": [
                 {"tool_calls": [{"id": "call_m", "name": "meet", "arguments": {"text": "x"}}]},

@@ -16,6 +16,7 @@ from relayline.shared.errors import (
     InputTranslationError,
     RunFailedError,
     RunInFlightError,
+    RunNotWaitingError,
     WorkflowError,
 )
 from relayline.shared.events import Activity, ProtocolEvent
@@ -232,8 +233,10 @@ def test_submission_errors(sqlite_store: Store, tmp_path: Path) -> None:
         agent.submit_approval_decisions({"call_d": "approve"})
     assert count(tmp_path, "tool.delete_file") == 0
     agent.submit_tool_results({"call_t": {"error": "no page"}}).run()
-    with pytest.raises(InputTranslationError, match=r"^There is no persisted run to continue\.$"):
+    # A late answer: the run exists and ended, a conflict that says how it stands.
+    with pytest.raises(RunNotWaitingError, match="is completed: there is no current") as late:
         agent.submit_tool_results({"call_t": {"result": "late"}})
+    assert (late.value.code, late.value.status) == ("RUN_NOT_WAITING", "completed")
     results = agent.history()[-2].tool_results
     assert "TOOL NOT EXECUTED" in results[0].content and "keep it" in results[0].content
     assert results[1].is_error and results[1].content == "no page"

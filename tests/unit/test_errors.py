@@ -17,6 +17,7 @@ from relayline.shared.errors import (
     HTTP_STATUS,
     NOT_HTTP,
     RelaylineError,
+    RunNotWaitingError,
     WorkflowError,
     http_status,
 )
@@ -104,7 +105,12 @@ def app() -> Flask:
 
     @app.get("/raise/<name>")
     def raise_(name: str) -> str:
-        raise errors[name]("Refused for a reason the developer can act on.")
+        message = "Refused for a reason the developer can act on."
+        if name == RunNotWaitingError.__name__:
+            raise RunNotWaitingError(
+                message, code="ALREADY_ANSWERED", run_id="run_1", status="running"
+            )
+        raise errors[name](message)
 
     return app
 
@@ -115,10 +121,28 @@ def test_web_answers_each_refusal_with_its_table_status(
 ) -> None:
     response = app.test_client().get(f"/raise/{error.__name__}")
     assert response.status_code == (409 if error is AppRefusal else HTTP_STATUS[error])
+    details = (
+        {"code": "ALREADY_ANSWERED", "runId": "run_1", "status": "running"}
+        if error is RunNotWaitingError
+        else {}
+    )
     assert response.get_json() == {
         "error": "Refused for a reason the developer can act on.",
         "type": error.__name__,
+        **details,
     }
+
+
+def test_a_refusal_with_a_code_logs_one_line_for_the_operator(
+    app: Flask, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO", logger="relayline.web"):
+        app.test_client().get(f"/raise/{RunNotWaitingError.__name__}")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "request refused: GET /raise/RunNotWaitingError -> 409 RunNotWaitingError "
+        "ALREADY_ANSWERED 'Refused for a reason the developer can act on.'"
+    ]
 
 
 @pytest.mark.parametrize("error", sorted(NOT_HTTP, key=str), ids=lambda cls: cls.__name__)

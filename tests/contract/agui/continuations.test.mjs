@@ -86,7 +86,7 @@ test('J170-172 partial, out-of-order, repeated and conflicting results on one ba
   );
 });
 
-test('J173 stale requests: no persisted run after completion, no matching input from an earlier turn', async () => {
+test('J173 stale requests: a run that no longer waits after completion, no matching input from an earlier turn', async () => {
   const threadId = newThreadId(173);
   const tab = new Tab({ threadId, handlers: { lookup: ({ query }) => `${query} result` } });
 
@@ -100,7 +100,10 @@ test('J173 stale requests: no persisted run after completion, no matching input 
   // The same continuation again, once the run completed (a retried request, an old tab).
   tab.agent.setMessages(earlier);
   const late = await tab.run();
-  assertRefused(late, 400, 'There is no persisted run to continue.');
+  // The run exists and ended: a conflict that carries the state it ended in.
+  assertRefused(late, 409, 'there is no current interruption to answer.');
+  assert.equal(late.error.payload.code, 'RUN_NOT_WAITING');
+  assert.equal(late.error.payload.status, 'completed');
   assert.equal(modelCalls(threadId).length, 2);
 
   tab.agent.setMessages(completed);
