@@ -1,0 +1,12 @@
+// Builds the contract page into build/ (git-ignored). `base: './'` keeps every asset
+// URL relative, so the page works under whatever path the test server mounts it at;
+// the page calls the chat API by absolute path on its own origin.
+import react from '@vitejs/plugin-react';
+import { defineConfig } from 'vite';
+
+export default defineConfig({
+  base: './',
+  plugins: [react()],
+  logLevel: 'warn',
+  build: { outDir: 'build', emptyOutDir: true },
+});
