@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Literal
 
 from flask import Blueprint, Response, jsonify, request
 from redis.exceptions import RedisError
@@ -26,6 +25,7 @@ from werkzeug.exceptions import BadRequest
 
 from relayline.channels.runs.stops import announce_stop, stop_before_start
 from relayline.channels.stream.log import active_segment
+from relayline.shared.agent.spec import DISCONNECT_POLICIES, DisconnectPolicy
 from relayline.shared.agent.stop import StopOutcome, stop_thread, wait_stopped
 from relayline.shared.jobs import DEFAULT_AGENT
 from relayline.web.auth import current_user, thread_for
@@ -37,9 +37,6 @@ from relayline.web.services import Services, services
 logger = logging.getLogger("relayline.web")
 
 bp = Blueprint("stop", __name__)
-
-#: what a client may ask a dropped connection to do (``?onDisconnect=``)
-DisconnectPolicy = Literal["continue", "cancel"]
 
 
 def stop(svc: Services, thread_id: str) -> StopOutcome:
@@ -83,17 +80,21 @@ def _stop_unstarted(svc: Services, thread_id: str, outcome: StopOutcome) -> Stop
     return dataclasses.replace(outcome, stopped=True, status="running", running=True)
 
 
-def disconnect_policy(forwarded: object = None) -> DisconnectPolicy:
-    """``?onDisconnect=`` (or AG-UI ``forwardedProps.onDisconnect``): ``continue`` (the
-    default, so a reload resumes the run) or ``cancel`` (a dropped connection stops it)."""
+def disconnect_policy(
+    forwarded: object = None, default: DisconnectPolicy = "continue"
+) -> DisconnectPolicy:
+    """``?onDisconnect=`` (or AG-UI ``forwardedProps.onDisconnect``), else ``default``
+    (the agent's ``AgentSpec.on_disconnect``): ``continue`` (a reload resumes the run)
+    or ``cancel`` (a dropped connection stops it)."""
     raw = request.args.get("onDisconnect")
     if raw is None and isinstance(forwarded, dict):
         raw = forwarded.get("onDisconnect", forwarded.get("on_disconnect"))
     if raw is None:
-        return "continue"
-    if raw not in ("continue", "cancel"):
-        raise BadRequest("'onDisconnect' must be 'continue' or 'cancel'.")
-    return "cancel" if raw == "cancel" else "continue"
+        return default
+    for known in DISCONNECT_POLICIES:
+        if raw == known:
+            return known
+    raise BadRequest("'onDisconnect' must be 'continue' or 'cancel'.")
 
 
 @bp.post("/api/threads/<thread_id>/cancel")
