@@ -66,9 +66,12 @@ export class ChatTab {
     page.setDefaultTimeout(TIMEOUT_MS);
   }
 
-  /** (Re)load the page on this thread; `stop` and `resume` pick the recipe (src/relayline.js). */
-  async goto({ stop = 'route', resume = false } = {}) {
-    const url = new URL(PAGE_URL);
+  /**
+   * (Re)load the page on this thread; `stop` and `resume` pick the recipe
+   * (src/relayline.js); `page: 'agui'` opens the AG-UI runtime's page instead.
+   */
+  async goto({ stop = 'route', resume = false, page = 'index' } = {}) {
+    const url = new URL(PAGE_URL.replace(/index\.html$/, `${page}.html`));
     url.searchParams.set('thread', this.threadId);
     url.searchParams.set('stop', stop);
     if (resume) url.searchParams.set('resume', '1');

@@ -9,5 +9,11 @@ export default defineConfig({
   plugins: [react()],
   logLevel: 'warn',
   // assistant-ui and the AI SDK make one bundle of about 1 MB: fine for a test page
-  build: { outDir: 'build', emptyOutDir: true, chunkSizeWarningLimit: 2000 },
+  build: {
+    outDir: 'build',
+    emptyOutDir: true,
+    chunkSizeWarningLimit: 2000,
+    // two pages: the AI SDK runtime (index.html) and the AG-UI runtime (agui.html)
+    rollupOptions: { input: { index: 'index.html', agui: 'agui.html' } },
+  },
 });
