@@ -17,8 +17,8 @@ from werkzeug.serving import make_server
 from relayline.shared.settings import Settings
 from relayline.web import create_app
 
-#: what a built page depends on: a change to any of these rebuilds it
-PAGE_SOURCES = ("index.html", "vite.config.js", "package-lock.json", "src")
+#: what a built page depends on (besides its *.html entries): a change rebuilds it
+PAGE_SOURCES = ("vite.config.js", "package-lock.json", "src")
 #: where the web app's server mounts the built page
 PAGE_PATH = "/contract-page"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -37,8 +37,7 @@ def require_chromium(suite: str) -> None:
 
 def _newest_source(page: Path) -> float:
     newest = 0.0
-    for name in PAGE_SOURCES:
-        path = page / name
+    for path in [*page.glob("*.html"), *(page / name for name in PAGE_SOURCES)]:
         files = path.rglob("*") if path.is_dir() else [path]
         newest = max([newest, *(f.stat().st_mtime for f in files if f.is_file())])
     return newest
