@@ -148,7 +148,9 @@ export class ChatTab {
       error.message +=
         `\nwaiting for ${what}; the page shows ${JSON.stringify(shown)}; ` +
         `requests ${JSON.stringify(probe?.requests?.map((r) => [r.trigger, r.status]))}, ` +
-        `chat ${probe?.state.status} ${probe?.state.error}; page errors: ${this.problems.join(' | ') || 'none'}`;
+        `chat ${probe?.state.status} ${probe?.state.error}, its last message's parts ` +
+        `${JSON.stringify(probe?.state.messages.at(-1)?.parts.map((p) => [p.type, p.state, p.approval]))}; ` +
+        `page errors: ${this.problems.join(' | ') || 'none'}`;
       throw error;
     }
   }
