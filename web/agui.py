@@ -44,7 +44,7 @@ def _run(agent_id: str) -> Response:
     spec = agent_spec(agent_id)
     payload = json_body()
     check_agui(payload)
-    on_disconnect = disconnect_policy(payload.get("forwardedProps"))
+    on_disconnect = disconnect_policy(payload.get("forwardedProps"), spec.on_disconnect)
     user = current_user()
     thread = thread_for(payload.get("threadId"), user)
     thread_id = str(payload["threadId"])

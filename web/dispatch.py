@@ -29,6 +29,7 @@ from relayline.channels.runs.queued_turns import QueuedTurn, queue_turn
 from relayline.channels.stream.log import queue_announce
 from relayline.channels.stream.reader import LogMultiplexer
 from relayline.shared import metrics
+from relayline.shared.agent.spec import DisconnectPolicy
 from relayline.shared.errors import (
     DeliveryError,
     RunElsewhereError,
@@ -59,7 +60,7 @@ from relayline.web.cursor import frame_id
 from relayline.web.direct import ClientGone, DirectSocket, direct_socket, frames_of
 from relayline.web.sending import release_if_idle, send_by_name
 from relayline.web.services import Services, services
-from relayline.web.stop import DisconnectPolicy, disconnect_policy, stop
+from relayline.web.stop import disconnect_policy, stop
 
 PushKind = Literal["pusher", "mercure"]
 
@@ -107,15 +108,17 @@ def deliver(
 ) -> Response:
     """Relay (one SSE response) or push (202 with where to listen), as the request's
     ``?delivery=`` or RELAYLINE_DELIVERY asks. ``on_disconnect`` (default: the request's
-    ``?onDisconnect=``) says whether a relayed client that goes away stops the run;
-    ``now=False`` queues a new turn behind the thread's run (web.multitask). A
-    continuation claims the interruption it answers (web.continuations) unless
-    ``claim=False``: it adds no answer (``Continuation.adds_answers``)."""
+    ``?onDisconnect=``, else the agent's ``AgentSpec.on_disconnect``) says whether a
+    relayed client that goes away stops the run; ``now=False`` queues a new turn behind
+    the thread's run (web.multitask). A continuation claims the interruption it answers
+    (web.continuations) unless ``claim=False``: it adds no answer
+    (``Continuation.adds_answers``)."""
     name = request.args.get("delivery") or services().settings.delivery
     if name not in DELIVERIES:
         *others, last = DELIVERIES
         raise BadRequest(f"Unknown delivery {name!r}; use {', '.join(others)} or {last}.")
-    policy = on_disconnect or disconnect_policy()
+    agent_default = services().registry.spec(job.agent_id).on_disconnect
+    policy = on_disconnect or disconnect_policy(default=agent_default)
     send: Sender = _send if now or not isinstance(job, TurnJob) else _queue
     if isinstance(job, ContinueJob) and claim:
         send = _send_claimed

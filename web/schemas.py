@@ -324,7 +324,7 @@ ON_DISCONNECT = Param(
     "onDisconnect",
     "query",
     {"type": "string", "enum": ["continue", "cancel"]},
-    "whether a dropped relay stops the run",
+    "whether a dropped relay stops the run (default: the agent's AgentSpec.on_disconnect)",
 )
 TURN_PARAMS = (DELIVERY, MULTITASK, ON_DISCONNECT)
 CONTINUE_PARAMS = (DELIVERY, ON_DISCONNECT)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Literal
 
 from flask import Blueprint, Response, jsonify, request
 from redis.exceptions import RedisError
@@ -32,6 +31,7 @@ from werkzeug.exceptions import BadRequest
 from relayline.channels.runs.claims import stop_before_start
 from relayline.channels.runs.stops import announce_stop
 from relayline.channels.stream.log import active_segment
+from relayline.shared.agent.spec import DISCONNECT_POLICIES, DisconnectPolicy
 from relayline.shared.agent.stop import StopOutcome, stop_run, stop_thread, wait_stopped
 from relayline.shared.jobs import DEFAULT_AGENT
 from relayline.web.auth import current_user, thread_for
@@ -47,9 +47,6 @@ bp = Blueprint("stop", __name__)
 #: seconds a stop waits for a started task to admit its run (it took the segment's start
 #: a moment before; one refused admission, or far slower, is answered "not stopped")
 ADMISSION_WAIT = 10.0
-
-#: what a client may ask a dropped connection to do (``?onDisconnect=``)
-DisconnectPolicy = Literal["continue", "cancel"]
 
 
 def stop(svc: Services, thread_id: str) -> StopOutcome:
@@ -101,17 +98,21 @@ def _stop_unstarted(svc: Services, thread_id: str, outcome: StopOutcome) -> Stop
     return stop_run(svc.store, thread_id, start.run_id, wait=ADMISSION_WAIT)
 
 
-def disconnect_policy(forwarded: object = None) -> DisconnectPolicy:
-    """``?onDisconnect=`` (or AG-UI ``forwardedProps.onDisconnect``): ``continue`` (the
-    default, so a reload resumes the run) or ``cancel`` (a dropped connection stops it)."""
+def disconnect_policy(
+    forwarded: object = None, default: DisconnectPolicy = "continue"
+) -> DisconnectPolicy:
+    """``?onDisconnect=`` (or AG-UI ``forwardedProps.onDisconnect``), else ``default``
+    (the agent's ``AgentSpec.on_disconnect``): ``continue`` (a reload resumes the run)
+    or ``cancel`` (a dropped connection stops it)."""
     raw = request.args.get("onDisconnect")
     if raw is None and isinstance(forwarded, dict):
         raw = forwarded.get("onDisconnect", forwarded.get("on_disconnect"))
     if raw is None:
-        return "continue"
-    if raw not in ("continue", "cancel"):
-        raise BadRequest("'onDisconnect' must be 'continue' or 'cancel'.")
-    return "cancel" if raw == "cancel" else "continue"
+        return default
+    for known in DISCONNECT_POLICIES:
+        if raw == known:
+            return known
+    raise BadRequest("'onDisconnect' must be 'continue' or 'cancel'.")
 
 
 @bp.post("/api/threads/<thread_id>/cancel")

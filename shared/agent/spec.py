@@ -13,6 +13,9 @@ from relayline.shared.tools import AnyTool, FrontendTool, Tool
 
 MultitaskStrategy = Literal["reject", "interrupt", "enqueue"]
 MULTITASK_STRATEGIES: tuple[MultitaskStrategy, ...] = ("reject", "interrupt", "enqueue")
+#: what a relayed client that goes away does to its run (``?onDisconnect=``)
+DisconnectPolicy = Literal["continue", "cancel"]
+DISCONNECT_POLICIES: tuple[DisconnectPolicy, ...] = ("continue", "cancel")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,8 +36,16 @@ class AgentSpec:
     #: ``interrupt`` (stop the run, then start), or ``enqueue`` (start when it ends);
     #: a request's ``?multitask=`` overrides it
     multitask: MultitaskStrategy = "reject"
+    #: a relayed client that drops its request: ``continue`` (the run goes on, so a
+    #: reload can resume it) or ``cancel`` (the run stops, for clients that cannot
+    #: resume and whose Stop only aborts the request); ``?onDisconnect=`` overrides it
+    on_disconnect: DisconnectPolicy = "continue"
 
     def __post_init__(self) -> None:
+        if self.on_disconnect not in DISCONNECT_POLICIES:
+            raise ValueError(
+                f"AgentSpec.on_disconnect must be one of {', '.join(DISCONNECT_POLICIES)}."
+            )
         if self.multitask not in MULTITASK_STRATEGIES:
             raise ValueError(
                 f"AgentSpec.multitask must be one of {', '.join(MULTITASK_STRATEGIES)}."

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from werkzeug.middleware.shared_data import SharedDataMiddleware
-from werkzeug.serving import make_server
 
-from relayline.shared.settings import Settings
-from relayline.web import create_app
+from tests.support.contract_pages import (
+    BUILD_TIMEOUT,
+    CHROMIUM,
+    PAGE_PATH,
+    build_page,
+    require_chromium,
+    web_with_page,
+)
 from tests.support.node_suites import NPM_CI_TIMEOUT, install_node_packages, run_node_tests
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import Worker, fresh_env
@@ -31,14 +32,7 @@ from tests.support.stack import Worker, fresh_env
 pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
 VERCEL_DIR = Path(__file__).parent / "vercel"
-BUILD_DIR = VERCEL_DIR / "build"
-#: what the built page depends on: a change to any of these rebuilds it
-PAGE_SOURCES = ("index.html", "vite.config.js", "package-lock.json", "src")
-#: where the web app's server mounts the built page
-PAGE_PATH = "/contract-page"
-CHROMIUM = Path("/usr/bin/chromium")
-#: seconds the Vite build and the whole Node suite may take (the CPU is loaded at times)
-BUILD_TIMEOUT = 180.0
+#: seconds the whole Node suite may take (the CPU is loaded at times)
 SUITE_TIMEOUT = 780.0
 
 
@@ -49,64 +43,11 @@ class ContractStack:
     counts: Path
 
 
-def _newest_source() -> float:
-    newest = 0.0
-    for name in PAGE_SOURCES:
-        path = VERCEL_DIR / name
-        files = path.rglob("*") if path.is_dir() else [path]
-        newest = max([newest, *(f.stat().st_mtime for f in files if f.is_file())])
-    return newest
-
-
-def build_page(node: str) -> Path:
-    """``vite build`` into ``build/`` unless the build is newer than every source."""
-    index = BUILD_DIR / "index.html"
-    if index.is_file() and index.stat().st_mtime >= _newest_source():
-        return BUILD_DIR
-    done = subprocess.run(
-        [node, "node_modules/vite/bin/vite.js", "build"],
-        cwd=VERCEL_DIR,
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT,
-    )
-    if done.returncode != 0 or not index.is_file():
-        pytest.fail(
-            f"vite build failed in {VERCEL_DIR} (exit {done.returncode}):\n"
-            f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}",
-            pytrace=False,
-        )
-    return BUILD_DIR
-
-
-@contextmanager
-def web_with_page(env: dict[str, str], page_dir: Path) -> Iterator[str]:
-    """The web app on a free port, with the built page under PAGE_PATH on the same
-    origin (no proxy, no CORS). Yields the base URL."""
-    app = create_app(Settings.from_env(env))
-    with_page = SharedDataMiddleware(app, {PAGE_PATH: str(page_dir)}, cache=False)
-    server = make_server("127.0.0.1", 0, with_page, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join()
-        server.server_close()
-        app.extensions["relayline"].close()
-
-
 @pytest.fixture(scope="module")
 def vercel_page(node: str) -> Path:
-    if not CHROMIUM.is_file():
-        pytest.fail(
-            f"{CHROMIUM} was not found: the Vercel contract suite drives Debian's chromium "
-            "(apt-get install -y --no-install-recommends chromium).",
-            pytrace=False,
-        )
+    require_chromium("Vercel")
     install_node_packages(VERCEL_DIR)
-    return build_page(node)
+    return build_page(node, VERCEL_DIR)
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ processes: ``<dir>/model`` gets a line per model call, ``<dir>/tool.<name>`` per
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import tempfile
@@ -325,3 +326,10 @@ def env_spec() -> AgentSpec:
         kill_worker=bool(lose_worker),
         frontend_wait_timeout=float(wait) if wait else None,
     )
+
+
+def cancel_on_disconnect_spec() -> AgentSpec:
+    """The test agent of :func:`env_spec` with ``AgentSpec(on_disconnect="cancel")``: a
+    relayed client that drops its request stops the run unless the request says
+    ``?onDisconnect=continue``."""
+    return dataclasses.replace(env_spec(), on_disconnect="cancel")

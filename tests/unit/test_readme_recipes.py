@@ -1,0 +1,26 @@
+"""The client recipes the README gives are the ones the contract pages run: a README
+code block that names a page's file must be that file's code, verbatim, so a recipe
+cannot drift from what the browser suite tests."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: README blocks introduced by "as the tested page uses it (`<file>`)"
+RECIPE = re.compile(r"as the tested page uses it \(`([^`]+)`\):\n\n```js\n(.*?)\n```", re.DOTALL)
+
+
+def test_every_recipe_block_is_its_page_file_verbatim() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    recipes = RECIPE.findall(readme)
+    assert recipes, "the README gives the assistant-ui recipe"
+    for name, block in recipes:
+        source = (REPO / name).read_text(encoding="utf-8")
+        assert block.strip() and block.strip() in source, (
+            f"the README's recipe for {name} differs from the file: copy the file's code"
+        )
+        # the whole file from its first import, not a fragment of it
+        assert source[source.index("import ") :].strip() == block.strip(), name
