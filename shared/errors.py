@@ -11,10 +11,12 @@ Hierarchy::
     │   └── ExpiredError           the wait's deadline has passed (HTTP 409)
     ├── StepLimitError             the turn needed more model calls than max_steps allows
     ├── ToolError                  a tool cannot run here (frontend tool executed on the backend)
+    ├── ToolFailedError            a tool declared @tool(on_error="fail") raised: the run fails
     ├── StreamAdapterError         an adapter cannot encode what it was given
     ├── ProviderError              the model provider failed (HTTP error, broken stream)
     ├── RunFailedError             the run failed; raised by streaming consumers after error frames
     ├── UnavailableError           a service the request needs is down; retry later (HTTP 503)
+    │   └── AgentUnavailableError  the configured agent cannot be loaded (HTTP 503)
     └── DeliveryError              this stream ends, the run does not; the client is told why
         ├── RunElsewhereError      another delivery carries the run on (redelivered, duplicate)
         └── StreamLostError        the stream's transport broke; the run goes on, resume it
@@ -23,17 +25,53 @@ A refusal raised before a response starts is answered ``{"error": message, "type
 name}`` with its status from ``HTTP_STATUS`` (``web/errors.py``). The errors in
 ``NOT_HTTP`` are failures of a run, not answers to a request: the protocol's error
 frame reports them, and one escaping before the headers is a plain 500.
+
+A run that fails reports a stable reason code (``FailureCode``): an error's ``reason``,
+read by ``relayline.shared.failures``, which also words what the thread's owner reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal
+
+#: why a run failed, on the wire (AG-UI ``RUN_ERROR.code``, native ``error.code``), in
+#: ``GET /api/threads/<id>`` (``run.error.code``) and in the worker's log; the README
+#: lists them. Stable: clients may branch on them.
+FailureCode = Literal[
+    "provider_auth",
+    "provider_unreachable",
+    "provider_missing_extra",
+    "model_not_found",
+    "provider_rate_limited",
+    "provider_error",
+    "tool_failed",
+    "step_limit",
+    "timeout",
+    "agent_unavailable",
+    "internal",
+]
+FAILURE_CODES: Final[tuple[FailureCode, ...]] = (
+    "provider_auth",
+    "provider_unreachable",
+    "provider_missing_extra",
+    "model_not_found",
+    "provider_rate_limited",
+    "provider_error",
+    "tool_failed",
+    "step_limit",
+    "timeout",
+    "agent_unavailable",
+    "internal",
+)
 
 
 class RelaylineError(Exception):
-    """Root of every relayline error. ``message`` is the text a developer can act on."""
+    """Root of every relayline error. ``message`` is the text a developer can act on;
+    ``reason`` the failure code a run failing with it reports."""
+
+    reason: FailureCode = "internal"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -68,9 +106,23 @@ class ExpiredError(WorkflowError):
 class StepLimitError(RelaylineError):
     """The turn needed more model calls than AgentSpec.max_steps allows."""
 
+    reason: FailureCode = "step_limit"
+
 
 class ToolError(RelaylineError):
     """A tool cannot be executed here."""
+
+
+class ToolFailedError(RelaylineError):
+    """A tool declared ``@tool(on_error="fail")`` raised: instead of handing the error to
+    the model, the run fails, and ``message`` (the tool's name and its error) is what
+    the thread's owner reads."""
+
+    reason: FailureCode = "tool_failed"
+
+    def __init__(self, message: str, tool: str) -> None:
+        super().__init__(message)
+        self.tool = tool
 
 
 class StreamAdapterError(RelaylineError):
@@ -78,7 +130,20 @@ class StreamAdapterError(RelaylineError):
 
 
 class ProviderError(RelaylineError):
-    """The model provider failed; the run is recorded as failed."""
+    """The model provider failed; the run is recorded as failed. ``message`` says what
+    happened (for the operator's log; keys never appear in it), ``reason`` its failure
+    code, ``advice`` what the thread's owner reads: what failed and what to set (None:
+    ``message`` says it well enough)."""
+
+    reason: FailureCode = "provider_error"
+
+    def __init__(
+        self, message: str, *, reason: FailureCode | None = None, advice: str | None = None
+    ) -> None:
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
+        self.advice = advice
 
 
 class RunFailedError(RelaylineError):
@@ -96,6 +161,17 @@ class UnavailableError(RelaylineError):
     def __init__(self, message: str, retry_after: int = 5) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class AgentUnavailableError(UnavailableError):
+    """The agent a request or a job names cannot be loaded (a typo in RELAYLINE_AGENT, an
+    import error in its module, a factory that raises): the web answers 503, a worker
+    fails the turn with ``agent_unavailable``."""
+
+    reason: FailureCode = "agent_unavailable"
+
+    def __init__(self, message: str, retry_after: int = 30) -> None:
+        super().__init__(message, retry_after)
 
 
 class DeliveryError(RelaylineError):
@@ -130,6 +206,7 @@ HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
         ConflictError: 409,
         ExpiredError: 409,
         UnavailableError: 503,
+        AgentUnavailableError: 503,
     }
 )
 
@@ -139,6 +216,7 @@ NOT_HTTP: Final[frozenset[type[RelaylineError]]] = frozenset(
         RelaylineError,
         StepLimitError,
         ToolError,
+        ToolFailedError,
         StreamAdapterError,
         ProviderError,
         RunFailedError,

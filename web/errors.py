@@ -14,7 +14,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
-from relayline.shared.errors import RelaylineError, UnavailableError, http_status
+from relayline.shared.errors import (
+    AgentUnavailableError,
+    RelaylineError,
+    UnavailableError,
+    http_status,
+)
 
 logger = logging.getLogger("relayline.web")
 
@@ -37,6 +42,8 @@ def init_app(app: Flask | Blueprint) -> None:
         status = http_status(exc)
         if status is None:  # a run's failure escaping before the headers: no refusal
             return unexpected(exc)
+        if isinstance(exc, AgentUnavailableError):  # the operator's line: a setting is wrong
+            logger.warning("request refused: reason=%s error=%s", exc.reason, exc.message)
         response = error_response(status, exc.message, type(exc).__name__)
         if isinstance(exc, UnavailableError):
             response.headers["Retry-After"] = str(exc.retry_after)
