@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from relayline.channels.pusher import PusherChannel
     from relayline.shared.agent import Agent, AgentSpec, Continuation, RunState
     from relayline.shared.errors import (
+        AgentUnavailableError,
         ConflictError,
         DeliveryError,
         ExpiredError,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         StreamAdapterError,
         StreamLostError,
         ToolError,
+        ToolFailedError,
         UnavailableError,
         WorkflowError,
     )
@@ -81,6 +83,7 @@ _HOMES: dict[str, str] = {
     **{
         name: "relayline.shared.errors"
         for name in (
+            "AgentUnavailableError",
             "ConflictError",
             "DeliveryError",
             "ExpiredError",
@@ -95,6 +98,7 @@ _HOMES: dict[str, str] = {
             "StreamAdapterError",
             "StreamLostError",
             "ToolError",
+            "ToolFailedError",
             "UnavailableError",
             "WorkflowError",
         )
@@ -105,6 +109,7 @@ __all__ = [
     "AbstractChannel",
     "Agent",
     "AgentSpec",
+    "AgentUnavailableError",
     "CallbackChannel",
     "ConflictError",
     "Continuation",
@@ -131,6 +136,7 @@ __all__ = [
     "StreamLostError",
     "Tool",
     "ToolError",
+    "ToolFailedError",
     "UnavailableError",
     "WorkflowError",
     "__version__",

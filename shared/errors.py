@@ -120,7 +120,7 @@ class ToolFailedError(RelaylineError):
 
     reason: FailureCode = "tool_failed"
 
-    def __init__(self, message: str, tool: str) -> None:
+    def __init__(self, message: str, tool: str | None = None) -> None:
         super().__init__(message)
         self.tool = tool
 

@@ -55,7 +55,7 @@ class PreflightProblem:
 
     def line(self) -> str:
         """The line a person starting relayline reads on the terminal."""
-        return f"relayline: warning: {self.text()}"
+        return f"relayline warning: {self.text()}"
 
     def to_json(self) -> ProblemJSON:
         return {"agent": self.agent, "code": self.code, "message": self.message}

@@ -40,7 +40,7 @@ from relayline.shared.chunks import (
 from relayline.shared.errors import ProviderError, ToolFailedError
 from relayline.shared.errors import StepLimitError as StepLimitError  # re-exported: it lived here
 from relayline.shared.events import Activity, RunUsage, StepFinished, StepStarted
-from relayline.shared.failures import failure_of
+from relayline.shared.failures import failure_of, redact_keys
 from relayline.shared.interrupts import (
     TIMEOUT_ERROR,
     ApprovalRequest,
@@ -454,7 +454,8 @@ class RunLoop:
                 ):
                     entry = {"result": _result_text(tool.execute(call["inputs"]))}
             except Exception as exc:  # a tool's failure is the model's to handle
-                entry = {"error": f"{type(exc).__name__}: {exc}"}
+                # (and the client's to show: never with a key in it)
+                entry = {"error": redact_keys(f"{type(exc).__name__}: {exc}")}
                 if tool is not None and tool.on_error == "fail":
                     failed = exc  # unless the tool says it fails the run
         elapsed = round((time.perf_counter() - started) * 1000)

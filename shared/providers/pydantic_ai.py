@@ -367,9 +367,11 @@ class PydanticAIProvider:
             advice = f"The model provider for '{self.name}' did not answer in time: try again."
             return self._error(f"failed: {_describe(exc)}", reason="timeout", advice=advice)
         if kinds & _CONNECTION_ERRORS:
-            cause = connection_cause(" ".join(str(error) for error in chain))
-            base_url = getattr(self._model, "base_url", None) or "its base URL"
-            advice = self._unreachable_advice(str(base_url), cause)
+            base_url = getattr(self._model, "base_url", None)
+            # The SDKs say only "Connection error."; a connection of our own says why.
+            cause = unreachable(base_url) if isinstance(base_url, str) and base_url else None
+            cause = cause or connection_cause(" ".join(str(error) for error in chain))
+            advice = self._unreachable_advice(str(base_url or "its base URL"), cause)
             return self._error(
                 f"failed: {_describe(exc)}", reason="provider_unreachable", advice=advice
             )
@@ -398,7 +400,8 @@ class PydanticAIProvider:
     def _unreachable_advice(self, base_url: str, cause: str) -> str:
         variable = _URL_VARIABLES.get(self._prefix(), "the provider's base URL")
         return (
-            f"The model provider for '{self.name}' at {base_url} cannot be reached ({cause}): "
+            f"The model provider for '{self.name}' at {base_url.rstrip('/')} cannot be "
+            f"reached ({cause}): "
             f"start it, or set {variable} to where it listens."
         )
 

@@ -225,7 +225,8 @@ def test_a_provider_error_mid_stream_fails_the_run_without_the_key(sqlite_store:
             events.append(event)
     assert "".join(e.data["content"] for e in events if e.type == "text") == "Half an ans"
     error, done = events[-2:]
-    assert error.type == "error" and error.data["message"] == "The run failed."
+    assert error.type == "error" and error.data["code"] == "provider_error"
+    assert "upstream reset" in error.data["message"] and SECRET not in error.data["message"]
     assert done.type == "done" and done.data["status"] == "failed"
     # the first call's usage is the run's so far, on the terminal and on the run
     record = agent.inspect()

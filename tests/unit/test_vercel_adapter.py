@@ -557,9 +557,10 @@ def test_failure_before_and_after_output(sqlite_store: Store, vercel_schema: Ver
                 pulled.append(frame)
         frames = client.receive(pulled)
         assert pushed[-len(pulled) :] == pulled  # the same frames reach push consumers
-        assert frames[-1] == FAILED and "finish" not in kinds(frames)
-        assert "model down" not in json.dumps(frames)
-        assert client.errors == ["The run failed."]
+        # the provider's own words: the reason reaches the person (errorText only)
+        assert frames[-1] == {"type": "error", "errorText": "model down"}
+        assert "finish" not in kinds(frames)
+        assert client.errors == ["model down"]
         if step.get("text"):
             assert kinds(frames)[-3:] == ["text-delta", "text-end", "error"]
         else:
