@@ -12,8 +12,9 @@ the task's ``outcome`` and the run's stored ``status``. A new turn's start line 
 ``attempt`` null: its run is not stored yet.
 
 A failed or refused run's end line is a WARNING that says why: ``reason`` (the failure
-code, relayline.shared.failures), ``error`` (what the thread's owner was told) and
-``detail`` (what happened; keys redacted): the one line an operator reads for it.
+code, relayline.shared.failures), ``error`` (what the thread's owner was told) and,
+when it adds to it, ``detail`` (what happened; keys redacted): the one line an operator
+reads for it.
 
 Nothing a person wrote reaches this log (no message text, no tool arguments or
 answers) unless the logger is enabled for DEBUG (``--loglevel DEBUG``): then the start
@@ -200,7 +201,8 @@ def _task_ended(task_id: str, retval: Any = None, state: str | None = None, **_:
         }
         if failure is not None:
             end = {**end, "reason": failure.code, "error": failure.message}
-            end["detail"] = failure.detail
+            if failure.message not in failure.detail:  # else the error says it all
+                end["detail"] = failure.detail
         warn = event == "run.error" or failure is not None
         _emit(logging.WARNING if warn else logging.INFO, end)
         if event != "run.skipped":
