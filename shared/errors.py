@@ -133,7 +133,8 @@ class ProviderError(RelaylineError):
     """The model provider failed; the run is recorded as failed. ``message`` says what
     happened (for the operator's log; keys never appear in it), ``reason`` its failure
     code, ``advice`` what the thread's owner reads: what failed and what to set (None:
-    ``message`` says it well enough)."""
+    a neutral "the model provider failed", since ``message`` may name hosts and SDK
+    internals)."""
 
     reason: FailureCode = "provider_error"
 

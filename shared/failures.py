@@ -3,9 +3,11 @@
 Every failure has a stable code (``relayline.shared.errors.FailureCode``) and two texts:
 ``message``, for the thread's owner (what failed and what to set, never a stack trace),
 and ``detail``, for the worker's log (what happened, technically). The code comes from
-the error's ``reason``; a provider's ``advice`` is its message. An error relayline does
-not know is ``internal`` and says only ``RUN_FAILED``: its own text may hold anything.
-Both texts pass ``redact_keys``, whoever wrote them.
+the error's ``reason``; a provider's ``advice`` is its message, and a provider error
+without advice says only ``PROVIDER_FAILED`` (the provider's own text names hosts and SDK
+internals). An error relayline does not know is ``internal`` and says only
+``RUN_FAILED``: its own text may hold anything. Both texts pass ``redact_keys``, whoever
+wrote them.
 
 The web reads a stored failure back with ``stored_failure`` (``GET /api/threads/<id>``).
 """
@@ -22,7 +24,7 @@ from relayline.shared.errors import (
     ProviderError,
     RelaylineError,
 )
-from relayline.shared.texts import RUN_FAILED
+from relayline.shared.texts import PROVIDER_FAILED, RUN_FAILED
 
 #: characters of an exception's text a detail keeps
 DETAIL_CHARS: Final = 500
@@ -76,7 +78,7 @@ def failure_of(exc: BaseException) -> RunFailure:
     """The code and texts of a run that failed with ``exc``."""
     detail = _detail(exc)
     if isinstance(exc, ProviderError):
-        return _failure(exc.reason, exc.advice or exc.message, detail)
+        return _failure(exc.reason, exc.advice or PROVIDER_FAILED, detail)
     if isinstance(exc, RelaylineError) and exc.reason != "internal":
         return _failure(exc.reason, exc.message, detail)
     if type(exc).__name__ in _TIME_LIMITS:

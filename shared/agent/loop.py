@@ -382,15 +382,13 @@ class RunLoop:
         name = piece["name"]
         tool = self.tools.get(name or "")
         if tool is None:
-            raise ProviderError(f"The model called the unknown tool {name!r}.")
+            raise _model_error(f"The model called the unknown tool {name!r}.")
         try:
             inputs = json.loads(piece["args"]) if piece["args"].strip() else {}
         except json.JSONDecodeError as exc:
-            raise ProviderError(
-                f"The model sent invalid JSON arguments for tool {name!r}."
-            ) from exc
+            raise _model_error(f"The model sent invalid JSON arguments for tool {name!r}.") from exc
         if not isinstance(inputs, dict):
-            raise ProviderError(f"The model sent non-object arguments for tool {name!r}.")
+            raise _model_error(f"The model sent non-object arguments for tool {name!r}.")
         return {
             "id": piece["id"] or new_id("call"),
             "name": name,
@@ -489,6 +487,12 @@ class RunLoop:
             interrupt=request.to_json(),
             lease_expires_at=None,
         )
+
+
+def _model_error(message: str) -> ProviderError:
+    """What the model sent cannot be used; said in relayline's own words, so its owner
+    may read them as they are."""
+    return ProviderError(message, advice=message)
 
 
 def _until_stopped(

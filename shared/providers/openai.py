@@ -38,6 +38,7 @@ from relayline.shared.providers.base import (
 )
 from relayline.shared.providers.checks import ModelProblem, connection_cause, unreachable
 from relayline.shared.settings import Settings
+from relayline.shared.texts import PROVIDER_BROKE_OFF
 
 _NAME = "OpenAI-compatible provider"
 _CANCELLED = "call was cancelled: the run is stopping"
@@ -232,7 +233,8 @@ class OpenAIProvider:
         if not finished:
             raise self._error(
                 "ended the stream before the response was complete (no [DONE] and no "
-                "finish_reason): the connection was probably cut."
+                "finish_reason): the connection was probably cut.",
+                advice=PROVIDER_BROKE_OFF,
             )
 
     def _network_error(
@@ -250,7 +252,7 @@ class OpenAIProvider:
             text = f"at {url} timed out (timeout {self.timeout:g}s): {exc}"
             return self._error(text, reason="timeout", advice=advice)
         if streaming:
-            return self._error(f"at {url} broke off the stream: {exc}")
+            return self._error(f"at {url} broke off the stream: {exc}", advice=PROVIDER_BROKE_OFF)
         advice = self._unreachable_advice(connection_cause(str(exc)))
         text = f"at {url} could not be reached: {exc}"
         return self._error(text, reason="provider_unreachable", advice=advice)
@@ -287,6 +289,9 @@ class OpenAIProvider:
                 f"429): try again later, or raise the account's limits. It said: {detail}"
             )
             return self._error(text, reason="provider_rate_limited", advice=advice)
+        if status >= 500:
+            advice = f"The model provider failed (HTTP {status}): try again in a moment."
+            return self._error(text, advice=advice)
         return self._error(text)
 
     def _unreachable_advice(self, cause: str) -> str:

@@ -44,8 +44,9 @@ from relayline.shared.providers.base import (
     ToolCallDelta,
     Usage,
 )
-from relayline.shared.providers.checks import ModelProblem, connection_cause, unreachable
+from relayline.shared.providers.checks import ModelProblem, unreachable
 from relayline.shared.settings import Settings
+from relayline.shared.texts import PROVIDER_BROKE_OFF
 
 if TYPE_CHECKING:
     from pydantic_ai import messages as pai
@@ -262,14 +263,17 @@ class PydanticAIProvider:
             raise self._error("call was cancelled: the run is stopping")
         scope = _CancelScope()
         unregister = request.stop_signal.on_stop(scope.cancel) if request.stop_signal else _nothing
+        streamed = False  # a connection error after the first delta broke the stream off
         try:
-            yield from self._stream(request, scope)
+            for delta in self._stream(request, scope):
+                streamed = True
+                yield delta
         except ProviderError:
             raise
         except (Exception, asyncio.CancelledError) as exc:
             if scope.cancelled:
                 raise self._error("call was cancelled: the run is stopping") from exc
-            raise self._failure(exc) from exc
+            raise self._failure(exc, streamed=streamed) from exc
         finally:
             unregister()
 
@@ -338,7 +342,8 @@ class PydanticAIProvider:
         if _ended_early(model, final):
             raise self._error(
                 "got a stream that ended before the response was complete (no finish "
-                "reason): the connection was probably cut."
+                "reason): the connection was probably cut.",
+                advice=PROVIDER_BROKE_OFF,
             )
         yield Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
         replay = _replay_state(final)
@@ -347,7 +352,7 @@ class PydanticAIProvider:
 
     # errors ----------------------------------------------------------------------
 
-    def _failure(self, exc: BaseException) -> ProviderError:
+    def _failure(self, exc: BaseException, *, streamed: bool = False) -> ProviderError:
         try:
             from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
         except ImportError:  # pragma: no cover - the model could not have been built
@@ -366,15 +371,18 @@ class PydanticAIProvider:
         if kinds & _TIMEOUTS:
             advice = f"The model provider for '{self.name}' did not answer in time: try again."
             return self._error(f"failed: {_describe(exc)}", reason="timeout", advice=advice)
+        if kinds & _CONNECTION_ERRORS and streamed:
+            return self._error(f"broke off the stream: {_describe(exc)}", advice=PROVIDER_BROKE_OFF)
         if kinds & _CONNECTION_ERRORS:
             base_url = getattr(self._model, "base_url", None)
-            # The SDKs say only "Connection error."; a connection of our own says why.
+            # The SDKs say only "Connection error."; a connection of our own says why, or
+            # that the server is there (then the call failed some other way).
             cause = unreachable(base_url) if isinstance(base_url, str) and base_url else None
-            cause = cause or connection_cause(" ".join(str(error) for error in chain))
-            advice = self._unreachable_advice(str(base_url or "its base URL"), cause)
-            return self._error(
-                f"failed: {_describe(exc)}", reason="provider_unreachable", advice=advice
-            )
+            if cause is not None:
+                advice = self._unreachable_advice(str(base_url), cause)
+                return self._error(
+                    f"failed: {_describe(exc)}", reason="provider_unreachable", advice=advice
+                )
         return self._error(f"failed: {_describe(exc)}")
 
     def _status_advice(self, status: int, detail: str) -> tuple[FailureCode | None, str | None]:
@@ -395,6 +403,8 @@ class PydanticAIProvider:
                 "The model provider refused the call for its rate or quota limits (HTTP "
                 f"429): try again later, or raise the account's limits. It said: {detail}"
             )
+        if status >= 500:
+            return None, f"The model provider failed (HTTP {status}): try again in a moment."
         return None, None
 
     def _unreachable_advice(self, base_url: str, cause: str) -> str:

@@ -68,6 +68,7 @@ def stack(
 
 def turn(web: WebServer, protocol: str, thread: str, text: str) -> list[dict[str, Any]]:
     """Post a new turn in ``protocol``; the events of its whole answer."""
+    body: dict[str, Any]
     if protocol == "native":
         path, body = f"/api/threads/{thread}/messages", {"content": text}
     elif protocol == "agui":

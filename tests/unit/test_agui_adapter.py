@@ -10,6 +10,7 @@ send the next request with exactly what a real client would hold.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from relayline.shared.persistence import Store
 from relayline.shared.protocols.agui import AGUIAdapter
 from relayline.shared.protocols.agui.translator import AGUIInputTranslator
 from relayline.shared.providers import ScriptedProvider
+from relayline.shared.texts import PROVIDER_FAILED
 from tests.support.agents import build_spec, count
 from tests.support.agui import (
     CONFIRMATION,
@@ -492,9 +494,11 @@ def test_failure_before_output_reaches_pull_and_push_as_run_error(sqlite_store: 
     wire, failure = collect(agent.stream("hi"))
     assert failure is not None
     assert types(wire) == ["RUN_STARTED", "RUN_ERROR"]
-    # the provider's words and the failure code, pulled and pushed alike
-    assert wire[-1] == {"type": "RUN_ERROR", "message": "model down", "code": "provider_error"}
+    # the failure's code and a neutral text (the provider's own may name its hosts),
+    # pulled and pushed alike
+    assert wire[-1] == {"type": "RUN_ERROR", "message": PROVIDER_FAILED, "code": "provider_error"}
     assert [e.to_json() for e in pushed] == wire
+    assert "model down" not in json.dumps(wire)
 
 
 def test_failure_after_output_closes_the_text_first(sqlite_store: Store) -> None:

@@ -33,7 +33,7 @@ from relayline.shared.providers import ScriptedProvider
 from relayline.shared.providers.base import ModelDelta, ModelRequest
 from relayline.shared.providers.checks import ModelProblem
 from relayline.shared.registry import AgentRegistry
-from relayline.shared.texts import RUN_FAILED
+from relayline.shared.texts import PROVIDER_FAILED, RUN_FAILED
 from tests.support.failure_agents import CARD_ERROR
 
 KEY = "sk-proj-0123456789abcdefghij"
@@ -53,8 +53,8 @@ def scripted(*steps: dict[str, Any]) -> ScriptedProvider:
     ("error", "code", "message"),
     [
         (AUTH, "provider_auth", AUTH.advice),
-        # a provider error without advice says what happened, in its own words
-        (ProviderError("upstream exploded"), "provider_error", "upstream exploded"),
+        # a provider error without advice is neutral: its own text may name hosts
+        (ProviderError("upstream 10.0.0.7 exploded"), "provider_error", PROVIDER_FAILED),
         (StepLimitError("The run reached its limit of 2 model calls."), "step_limit", None),
         (ToolFailedError("The tool 'pay' failed: RuntimeError: no", "pay"), "tool_failed", None),
         (AgentUnavailableError("The agent 'default' cannot be loaded."), "agent_unavailable", None),

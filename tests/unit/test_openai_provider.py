@@ -488,7 +488,8 @@ def test_http_error_fails_the_run_with_the_status(
     store = Store(f"sqlite:///{tmp_path / 'a.db'}")
     state = Agent("oa", AgentSpec(provider=make_provider()), store).run("Hi")
     assert state.status == "failed"
-    assert state.error is not None and "HTTP 503" in state.error and "overloaded" in state.error
+    assert state.error == "The model provider failed (HTTP 503): try again in a moment."
+    assert state.error_code == "provider_error"
     store.dispose()
 
 
@@ -628,12 +629,16 @@ def test_a_call_that_times_out_is_timeout(server: FakeOpenAI, make_provider: Any
     assert error.advice is not None and "did not answer within 0.3 s" in error.advice
 
 
-def test_a_stream_broken_off_is_a_provider_error_in_its_own_words(
+def test_a_stream_broken_off_is_a_provider_error_saying_so(
     server: FakeOpenAI, make_provider: Any
 ) -> None:
     server.reply = streamed(FIRST_WORDS, cut=True)
     _, error = collect_until_error(make_provider())
-    assert error.reason == "provider_error" and error.advice is None
+    assert error.reason == "provider_error"
+    assert (
+        error.advice == "The model provider's answer broke off before it was complete: try again."
+    )
+    assert server.base_url not in error.advice  # the host stays in the operator's log
 
 
 def test_preflight_of_a_listening_server_with_a_key_finds_nothing(server: FakeOpenAI) -> None:
