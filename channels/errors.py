@@ -51,7 +51,12 @@ class ChannelReadError(ChannelError):
 
 class SegmentReplacedError(ChannelReadError):
     """The segment being read ended without its terminal because a newer one of the
-    same run took over (the run was recovered after its worker was lost)."""
+    same run took over (the run was recovered after its worker was lost). ``newer``:
+    that segment's id, where a reader resumes."""
+
+    def __init__(self, message: str, *, newer: str | None = None) -> None:
+        super().__init__(message)
+        self.newer = newer
 
 
 class EnvelopeError(ChannelError):

@@ -197,7 +197,7 @@ KEYS: tuple[KeySpec, ...] = (
         "relayline:dead-letter",
         "list",
         "none; the newest 1000 entries are kept",
-        "worker (guard)",
+        "worker (guard, intake)",
         "operator",
     ),
 )

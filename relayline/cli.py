@@ -30,6 +30,10 @@ from relayline.shared.settings import WORKER_POOLS, Settings, child_environment
 #: simultaneous connections one gevent web worker serves (each SSE stream holds one);
 #: above the 5,000 streams one web process is to hold (bench/relay.py part 4)
 WORKER_CONNECTIONS = 10_000
+#: the reason code of a configuration ``Settings`` refuses
+CONFIG_INVALID = "CONFIG_INVALID"
+#: the exit status of a refused configuration (as of a usage error)
+EXIT_USAGE = 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,15 +60,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="run a scripted demo conversation in the terminal")
     demo.add_argument("--database", help="database URL (default: a temporary SQLite file)")
     args = parser.parse_args(argv)
-    settings = Settings.from_env()  # after parsing: --help works in any environment
+    try:
+        settings = Settings.from_env()  # after parsing: --help works in any environment
+        if args.command == "token":
+            # Only a secret token mode would accept can sign (never the development one).
+            settings = dataclasses.replace(settings, auth="token")
+    except ValueError as exc:
+        return refuse_configuration(exc)
     if args.command == "migrate":
         Store(settings.database_url).dispose()
         print(f"database at {settings.database_url} is up to date")
         return 0
     if args.command == "token":
-        # Only a secret token mode would accept can sign (never the development one).
-        checked = dataclasses.replace(settings, auth="token")
-        minted = mint(checked.secret_key, args.user, checked.token_ttl)
+        minted = mint(settings.secret_key, args.user, settings.token_ttl)
         print(minted.token)
         expires = datetime.fromtimestamp(minted.expires_at, UTC).isoformat(timespec="seconds")
         # The token alone on stdout (for scripts); when it lapses on stderr.
@@ -72,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "web":
         warn_about_models(settings)
-        os.execv(sys.executable, web_command(args.host, args.port or settings.port))
+        os.execve(sys.executable, web_command(args.host, args.port or settings.port), web_env())
     if args.command == "worker":
         try:
             pool, concurrency = worker_pool(settings, args.pool, args.concurrency)
@@ -93,6 +101,14 @@ def warn_about_models(settings: Settings) -> None:
         print(problem.line(), file=sys.stderr, flush=True)
 
 
+def refuse_configuration(exc: ValueError) -> int:
+    """A setting refused at startup: one line on stderr, no traceback, and argparse's
+    status for unusable input."""
+    line = " ".join(str(exc).split())  # one line, whatever the message holds
+    print(f"relayline: invalid configuration ({CONFIG_INVALID}): {line}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def web_command(host: str, port: int) -> list[str]:
     # gevent: one process holds thousands of idle SSE streams; a sync worker holds one.
     return [
@@ -101,6 +117,20 @@ def web_command(host: str, port: int) -> list[str]:
         "--worker-connections", str(WORKER_CONNECTIONS),
         "--bind", f"{host}:{port}", "--timeout", "0", "--graceful-timeout", "5",
     ]  # fmt: skip
+
+
+#: glibc's allocator for the web: blocks of 128 kB and more are mapped and given back
+#: when freed. By default glibc raises this threshold after freeing a large block, and
+#: the large frames of slow clients then stay in the heap: 40 clients that never read
+#: an 8 MB stream left the web at 10x its idle RSS after they closed, 1.02x with this
+#: (bench/slow_clients.py). An operator's own value wins.
+WEB_ALLOCATOR = {"MALLOC_MMAP_THRESHOLD_": "131072"}
+
+
+def web_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The web server's environment: ``base`` (else this process's) with the allocator
+    setting above unless it sets its own."""
+    return {**WEB_ALLOCATOR, **(child_environment() if base is None else base)}
 
 
 def worker_pool(settings: Settings, pool: str | None, concurrency: int | None) -> tuple[str, int]:
@@ -149,7 +179,7 @@ def up(settings: Settings, host: str, port: int) -> int:
     pool, concurrency = settings.worker_pool, settings.worker_concurrency
     children = [
         subprocess.Popen(worker_command(pool, concurrency), env=worker_env(pool, concurrency, env)),
-        subprocess.Popen(web_command(host, port), env=env),
+        subprocess.Popen(web_command(host, port), env=web_env(env)),
     ]
     print(f"relayline is up: http://{host}:{port}/  (Ctrl-C stops it)", flush=True)
     signal.signal(signal.SIGTERM, _interrupt)  # stop the same way when terminated

@@ -4,6 +4,7 @@ Hierarchy::
 
     RelaylineError
     ├── InputTranslationError      bad input from a client (HTTP 400)
+    │   └── InvalidTextError       a lone surrogate anywhere, a control char in an id (HTTP 400)
     ├── WorkflowError              the run refuses the operation (HTTP 409)
     │   ├── StaleRunError          expected run id or attempt is no longer current (HTTP 409)
     │   ├── RunInFlightError       a new turn while a run holds the thread (HTTP 409)
@@ -80,6 +81,11 @@ class RelaylineError(Exception):
 
 class InputTranslationError(RelaylineError):
     """A client payload cannot be turned into a continuation (maps to HTTP 400)."""
+
+
+class InvalidTextError(InputTranslationError):
+    """A field holds text the database, JSON or the broker refuses: a lone UTF-16
+    surrogate anywhere, or a control character in an id (HTTP 400, like its parent)."""
 
 
 class WorkflowError(RelaylineError):
@@ -201,6 +207,7 @@ class StreamLostError(DeliveryError):
 HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
     {
         InputTranslationError: 400,
+        InvalidTextError: 400,
         WorkflowError: 409,
         StaleRunError: 409,
         RunInFlightError: 409,

@@ -13,8 +13,10 @@ import secrets
 import uuid
 from typing import Final, TypeGuard
 
-#: 1-128 letters, digits, '_', '.' or '-', starting with a letter or digit
-THREAD_ID_PATTERN: Final = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}"
+#: 1-128 letters, digits, '_', '.' or '-', starting with a letter, a digit or '_'
+#: (assistant-ui's local thread ids look like ``__LOCALID_72bo6t6k2b``); never with '.'
+#: or '-', so no id is a path segment like '..' or reads as a command-line option
+THREAD_ID_PATTERN: Final = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 #: as a thread id, without '.'
 RUN_ID_PATTERN: Final = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
 #: 1-64 characters, no control characters
@@ -38,7 +40,7 @@ def invalid_thread_id(value: object) -> str:
     """The error text for a value that is not a thread id."""
     return (
         f"Invalid thread id {value!r}: use 1-128 letters, digits, '_', '.' or '-', "
-        "starting with a letter or digit."
+        "starting with a letter, a digit or '_'."
     )
 
 

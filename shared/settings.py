@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from relayline.shared.auth import DEFAULT_TOKEN_TTL, MIN_SECRET_LENGTH
+from relayline.shared.origins import parse_origins
 
 DELIVERIES = ("relay", "pusher", "mercure")
 AUTH_MODES = ("none", "token", "jwt")
@@ -97,6 +98,23 @@ class MercureSettings:
         so a hub without the subscriber key would deliver to nobody."""
         return bool(self.hub_url and self.publisher_jwt_key and self.subscriber_jwt_key)
 
+    def problem(self) -> str | None:
+        """Why a key cannot be trusted, or None. Either key signs what a hub trusts (the
+        publisher's: updates on any topic; the subscriber's: every private thread), so
+        either is held to SECRET_KEY's rule whenever it is set."""
+        keys = (
+            ("MERCURE_PUBLISHER_JWT_KEY", self.publisher_jwt_key),
+            ("MERCURE_SUBSCRIBER_JWT_KEY", self.subscriber_jwt_key),
+        )
+        for name, key in keys:
+            if key is not None and len(key) < MIN_SECRET_LENGTH:
+                return (
+                    f"{name} must be at least {MIN_SECRET_LENGTH} characters: a shorter "
+                    "HS256 key can be guessed from any token signed with it (set the same "
+                    "key on the hub)."
+                )
+        return None
+
 
 @dataclasses.dataclass(frozen=True)
 class JWTSettings:
@@ -165,6 +183,10 @@ class Settings:
     #: RELAYLINE_PUBLIC_URL, the origin browsers reach this server at, without a trailing
     #: slash (Mercure topics are URLs under it)
     public_url: str = "http://127.0.0.1:8000"
+    #: RELAYLINE_CORS_ORIGINS, comma-separated ``scheme://host[:port]``: the other origins
+    #: a browser may call relayline from. Their pages get CORS answers (web.cors), and their
+    #: cookie-authenticated requests may change state (web.cross_site). Empty: none.
+    cors_origins: tuple[str, ...] = ()
     #: PORT, the TCP port ``relayline web`` and ``relayline up`` listen on by default
     port: int = 8000
     pusher: PusherSettings = dataclasses.field(default_factory=PusherSettings)
@@ -255,6 +277,8 @@ class Settings:
                 "python -c 'import secrets; print(secrets.token_urlsafe(32))')."
             )
         if self.auth == "jwt" and (problem := self.jwt.problem()) is not None:
+            raise ValueError(problem)
+        if (problem := self.mercure.problem()) is not None:
             raise ValueError(problem)
         if self.token_ttl <= 0:
             raise ValueError("RELAYLINE_TOKEN_TTL must be a positive number of seconds.")
@@ -366,6 +390,7 @@ class Settings:
             token_ttl=float(token_ttl) if token_ttl is not None else cls.token_ttl,
             delivery=delivery,
             public_url=(get("RELAYLINE_PUBLIC_URL") or cls.public_url).rstrip("/"),
+            cors_origins=parse_origins(get("RELAYLINE_CORS_ORIGINS") or ""),
             port=int(port) if port is not None else cls.port,
             pusher=PusherSettings(
                 app_id=get("PUSHER_APP_ID"),

@@ -20,7 +20,7 @@ from relayline.shared.protocols.agui.seed import lookup_ids, unstored
 from relayline.shared.protocols.agui.wire import InterruptJSON, MessageJSON
 from relayline.shared.tools import redactions
 from relayline.web.auth import current_user, thread_for
-from relayline.web.bounds import check_agui
+from relayline.web.bounds import check_agui, check_id
 from relayline.web.dispatch import current_run, deliver, json_body, refuse_replay
 from relayline.web.multitask import make_room, strategy
 from relayline.web.recovering import ShownStatus, shown_status
@@ -149,7 +149,7 @@ def get_thread(thread_id: str) -> Response:
         services().store,
         thread_id,
         int(limit),
-        request.args.get("before"),
+        check_id(request.args.get("before"), "'before'"),  # a stored message id
         redact=redactions(spec.tools),
     )
     if payload["status"] == "running":  # "recovering" while its worker is gone

@@ -1,7 +1,9 @@
 """Input bounds of every POST route, checked before anything is stored or enqueued.
 
 A request past one of these is a 400 (``InputTranslationError``) with a message naming
-the bound; a body past ``relayline.web.MAX_BODY_BYTES`` (1 MiB) is Flask's 413 before it is read.
+the bound; a body past ``relayline.web.MAX_BODY_BYTES`` (1 MiB) is a 413 (web.body_limit).
+Every string of a body is Unicode text (web.text_rules), and every id holds no control
+character.
 The worker refuses jobs past its own, looser bound (64 + 8 levels), so no request within
 these reaches a worker it could crash.
 """
@@ -14,8 +16,10 @@ from typing import Any
 
 from flask import request
 
-from relayline.shared.errors import InputTranslationError
+from relayline.shared.errors import InputTranslationError, InvalidTextError
+from relayline.shared.ids import MESSAGE_ID
 from relayline.shared.jsonutil import depth
+from relayline.web.text_rules import check_text, has_control
 
 #: deepest nesting of arrays and objects in a body (the body itself is level 1)
 MAX_DEPTH = 64
@@ -34,8 +38,9 @@ MAX_TOOL_ARGUMENTS_CHARS = 64 * 1024
 
 
 def json_body() -> dict[str, Any]:
-    """The request's JSON object, within MAX_DEPTH. Python's parser raises RecursionError
-    (not ValueError) about 1,000 levels down, so that is a bad body too."""
+    """The request's JSON object, within MAX_DEPTH, all of its text Unicode. Python's
+    parser raises RecursionError (not ValueError) about 1,000 levels down, so that is a
+    bad body too."""
     raw = request.get_data(cache=True)
     try:
         body = json.loads(raw, parse_constant=_refuse_constant) if raw else None
@@ -46,6 +51,7 @@ def json_body() -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InputTranslationError("The request body must be a JSON object.")
     check_depth(body)
+    check_text(body)  # after the depth bound: the walk is iterative, but bounded too
     return body
 
 
@@ -76,14 +82,33 @@ def check_size(value: object, limit: int, what: str) -> None:
 
 def check_id(value: object, what: str, *, required: bool = False) -> str | None:
     """An id field: absent or null (unless ``required``), else a non-empty string of at
-    most MAX_ID_CHARS."""
+    most MAX_ID_CHARS without control characters (PostgreSQL refuses NUL in the columns
+    and lookups ids go to; none belongs in an id)."""
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value:
         raise InputTranslationError(f"{what} must be a non-empty string.")
     if len(value) > MAX_ID_CHARS:
         raise InputTranslationError(f"{what} is longer than {MAX_ID_CHARS} characters.")
+    control = has_control(value)
+    if control is not None:
+        raise InvalidTextError(f"{what} holds a control character ({control}); ids may not.")
     return value
+
+
+def check_new_message_id(messages: list[Any]) -> None:
+    """The id of a new turn's message (the trailing user message), which is stored:
+    at most 64 characters, as the agent requires (shared.ids.MESSAGE_ID), refused here
+    rather than after the headers. Already an id (``check_id``); absent is generated."""
+    if not messages or not isinstance(messages[-1], Mapping):
+        return
+    last = messages[-1]
+    value = last.get("id")
+    if last.get("role") == "user" and isinstance(value, str) and not MESSAGE_ID.match(value):
+        raise InputTranslationError(
+            f"'messages[{len(messages) - 1}].id' names the new message, which is stored: "
+            "use at most 64 characters."
+        )
 
 
 def _messages(payload: Mapping[str, Any]) -> list[Any]:
@@ -111,48 +136,53 @@ def check_agui(payload: Mapping[str, Any]) -> None:
     check_id(payload.get("runId"), "'runId'")
     if "state" in payload:
         check_size(payload["state"], MAX_STATE_CHARS, "'state'")
-    for message in _messages(payload):
-        check_id(message.get("id"), "A message id")
-        check_id(message.get("toolCallId"), "A message's 'toolCallId'")
+    messages = _messages(payload)
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        check_id(message.get("id"), f"'{where}.id'")
+        check_id(message.get("toolCallId"), f"'{where}.toolCallId'")
         calls = message.get("toolCalls")
         if calls is None:
             continue
         if not isinstance(calls, list):
-            raise InputTranslationError("A message's 'toolCalls' must be a list.")
-        for call in calls:
+            raise InputTranslationError(f"'{where}.toolCalls' must be a list.")
+        for number, call in enumerate(calls):
             if not isinstance(call, Mapping):
                 raise InputTranslationError("Every 'toolCalls' entry must be an object.")
-            check_id(call.get("id"), "A tool call id")
+            check_id(call.get("id"), f"'{where}.toolCalls[{number}].id'")
             function = call.get("function")
             if isinstance(function, Mapping) and "arguments" in function:
                 _arguments(function["arguments"], "A tool call's arguments")
+    check_new_message_id(messages)
     resume = payload.get("resume")
     if isinstance(resume, list):
-        for entry in resume:
+        for index, entry in enumerate(resume):
             if isinstance(entry, Mapping):
-                check_id(entry.get("interruptId"), "A resume entry's 'interruptId'")
+                check_id(entry.get("interruptId"), f"'resume[{index}].interruptId'")
                 if "payload" in entry:
                     _arguments(entry["payload"], "A resume entry's payload")
 
 
 def check_vercel(payload: Mapping[str, Any]) -> None:
     """A Vercel ``useChat`` body: ids, history, and each tool part's input and output."""
-    for message in _messages(payload):
-        check_id(message.get("id"), "A message id")
+    messages = _messages(payload)
+    for index, message in enumerate(messages):
+        check_id(message.get("id"), f"'messages[{index}].id'")
         parts = message.get("parts", [])
         if not isinstance(parts, list):
-            raise InputTranslationError("A message's 'parts' must be a list.")
-        for part in parts:
+            raise InputTranslationError(f"'messages[{index}].parts' must be a list.")
+        for number, part in enumerate(parts):
             if not isinstance(part, Mapping):
                 raise InputTranslationError("Every 'parts' entry must be an object.")
-            check_id(part.get("toolCallId"), "A part's 'toolCallId'")
+            check_id(part.get("toolCallId"), f"'messages[{index}].parts[{number}].toolCallId'")
             for key in ("input", "output"):
                 if key in part:
                     _arguments(part[key], f"A tool part's {key!r}")
+    check_new_message_id(messages)
 
 
 def check_answers(payload: Mapping[str, Any]) -> None:
     """A native tool-results or approvals body (call id -> answer): ids and sizes."""
     for call_id, value in payload.items():
-        check_id(call_id, "A call id")
+        check_id(call_id, f"The call id {call_id!r}")
         _arguments(value, f"The answer to call {call_id!r}")

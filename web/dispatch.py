@@ -54,6 +54,7 @@ from relayline.shared.sse import encode_event
 from relayline.shared.texts import delivery_not_configured, run_recovered, stream_lost
 from relayline.web.admission import QueueFullError, admit_turn, retract, withdraw
 from relayline.web.bounds import json_body as json_body  # re-exported: it lived here
+from relayline.web.cursor import frame_id
 from relayline.web.direct import ClientGone, DirectSocket, direct_socket, frames_of
 from relayline.web.sending import release_if_idle, send_by_name
 from relayline.web.services import Services, services
@@ -364,8 +365,14 @@ def log_frames(
             on_gone()
     except (ChannelReadError, RedisError) as exc:
         ended = delivery_error(exc, thread_id)
-        for frame in failure_frames(protocol, thread_id, seed, ended, started=started):
-            yield encode_event(frame)
+        frames = [
+            encode_event(frame)
+            for frame in failure_frames(protocol, thread_id, seed, ended, started=started)
+        ]
+        if ids and frames and isinstance(exc, SegmentReplacedError) and exc.newer is not None:
+            # The cursor a client resumes from: the newer segment's start (web.cursor).
+            frames[-1] = f"id: {frame_id(exc.newer, -1)}\n{frames[-1]}"
+        yield from frames
     finally:
         if subscription is not None:
             subscription.close()

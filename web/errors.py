@@ -2,13 +2,14 @@
 docs/DESIGN.md section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize,
 503 (with ``Retry-After``) when a dependency is down.
 relayline's own statuses come from ``relayline.shared.errors.HTTP_STATUS``; ``type`` is the
-exception's class name."""
+exception's class name. Every refusal is one INFO line on the ``relayline.web`` logger
+(method, path, status, type, message), so an operator sees why a client was turned away."""
 
 from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, Flask, Response, jsonify
+from flask import Blueprint, Flask, Response, jsonify, request
 from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -20,6 +21,7 @@ from relayline.shared.errors import (
     UnavailableError,
     http_status,
 )
+from relayline.web.body_limit import BODY_TOO_LARGE
 
 logger = logging.getLogger("relayline.web")
 
@@ -28,6 +30,17 @@ UNAVAILABLE = "The message queue is unavailable; nothing was sent. Retry shortly
 
 
 def error_response(status: int, message: str, kind: str) -> Response:
+    if status < 500:
+        # The message may quote what the client sent: %r keeps a control character or
+        # a lone surrogate from breaking the line.
+        logger.info(
+            "request refused: %s %s -> %d %s %r",
+            request.method,
+            request.path,
+            status,
+            kind,
+            message,
+        )
     response = jsonify({"error": message, "type": kind})
     response.status_code = status
     return response
@@ -60,7 +73,10 @@ def init_app(app: Flask | Blueprint) -> None:
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
-        response = error_response(exc.code or 500, exc.description or exc.name, type(exc).__name__)
+        message = exc.description or exc.name
+        if exc.code == 413:  # the same words whether the length was announced or not
+            message = BODY_TOO_LARGE
+        response = error_response(exc.code or 500, message, type(exc).__name__)
         # The exception's own headers (WWW-Authenticate of a 401, Allow of a 405) stay.
         response.headers.extend((k, v) for k, v in exc.get_headers() if k != "Content-Type")
         return response

@@ -11,13 +11,15 @@ this extension on an application of its own."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, request
+from flask import Blueprint, Flask
 
 from relayline.shared import telemetry
 from relayline.shared.settings import Settings
 from relayline.web import (
     agui,
     connect,
+    cors,
+    cross_site,
     demo,
     errors,
     health,
@@ -31,11 +33,10 @@ from relayline.web import (
     vercel,
 )
 from relayline.web.auth import UserLoader
+from relayline.web.body_limit import MAX_BODY_BYTES as MAX_BODY_BYTES  # re-exported
+from relayline.web.body_limit import limit_body
 from relayline.web.intake import IntakeSlots
 from relayline.web.services import Services
-
-#: request bodies above this many bytes are refused with 413
-MAX_BODY_BYTES = 1024 * 1024
 
 
 def _prefix(url_prefix: str | None) -> str:
@@ -78,7 +79,7 @@ class Relayline:
         svc.user_loader = current_user
         svc.url_prefix = prefix
         svc.init_app(app)
-        app.register_blueprint(_mount(svc.settings.web_intake_slots), url_prefix=prefix or None)
+        app.register_blueprint(_mount(svc), url_prefix=prefix or None)
         if telemetry.configure(svc.settings, "relayline-web"):
             _trace_requests(app)
             telemetry.instrument(*telemetry.DEFAULT_PARTS)  # the publish carries context
@@ -99,11 +100,14 @@ def _trace_requests(app: Flask) -> None:
     FlaskInstrumentor().instrument_app(app)  # type: ignore[no-untyped-call]
 
 
-def _mount(slots: int) -> Blueprint:
+def _mount(svc: Services) -> Blueprint:
     """A fresh parent blueprint holding relayline's own (one per application)."""
     parent = Blueprint("relayline", __name__)
-    parent.before_request(_limit_body)
-    IntakeSlots(slots).init_app(parent)
+    parent.before_request(limit_body)
+    # CORS on this blueprint only: the host's own routes keep whatever the host decides.
+    cors.init_app(parent, svc.settings.cors_origins, credentials=svc.user_loader is not None)
+    parent.before_request(cross_site.guard)  # before intake: a refusal waits for no slot
+    IntakeSlots(svc.settings.web_intake_slots).init_app(parent)
     errors.init_app(parent)
     blueprints = (
         health,
@@ -122,8 +126,3 @@ def _mount(slots: int) -> Blueprint:
     for module in blueprints:
         parent.register_blueprint(module.bp)
     return parent
-
-
-def _limit_body() -> None:
-    # Per request (Flask 3.1), so the host's own routes keep their own limit.
-    request.max_content_length = MAX_BODY_BYTES

@@ -181,10 +181,9 @@ def _operation(endpoint: str, op: Operation, path_params: list[str]) -> dict[str
         "responses": responses,
     }
     if op.body is not None:
-        media = "application/x-www-form-urlencoded" if op.form else "application/json"
         found["requestBody"] = {
             "required": op.body_required,
-            "content": {media: {"schema": {"$ref": REF.format(model=op.body.__name__)}}},
+            "content": {op.media: {"schema": {"$ref": REF.format(model=op.body.__name__)}}},
         }
     return found
 

@@ -108,9 +108,14 @@ class ChatBody(Body):
 class ChatStopBody(Body):
     """``POST /api/chat/<id>/stop`` (the body may be empty)."""
 
-    activeStreamId: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+    activeStreamId: str | None = Field(
+        default=None, max_length=MAX_ID_CHARS, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$"
+    )
     refusals: ClassVar[dict[str, str]] = {
-        "activeStreamId": f"'activeStreamId' must be a string of at most {MAX_ID_CHARS} characters."
+        "activeStreamId": (
+            f"'activeStreamId' must be a string of at most {MAX_ID_CHARS} characters, "
+            "without control characters."
+        )
     }
 
 
@@ -312,6 +317,11 @@ class Operation:
     #: path parameter schemas by name (default: a thread id)
     path: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
+    @property
+    def media(self) -> str:
+        """The one Content-Type the route's body may have (web.cross_site)."""
+        return "application/x-www-form-urlencoded" if self.form else "application/json"
+
 
 DELIVERY = Param(
     "delivery",
@@ -337,9 +347,11 @@ CONTINUE_PARAMS = (DELIVERY, ON_DISCONNECT)
 _ERRORS = {
     400: "bad input",
     401: "nobody is signed in, or the token is refused",
+    403: "a page of a foreign origin, with cookie sign-in (ForeignOrigin)",
     404: "unknown or foreign thread, agent or route",
     409: "a conflict: a stale run, a settled call, a run holding the thread",
     413: "a body over 1 MiB",
+    415: "a body of another Content-Type than the route's",
     429: "too many turns queued",
     503: "a dependency (database, Redis, broker) is down; retry",
 }
@@ -353,7 +365,9 @@ def errors(*statuses: int) -> dict[int, Answer]:
 #: what every relayline route may answer besides its own
 COMMON = errors(401, 503)
 READ = {**COMMON, **errors(400, 404)}
-WRITE = {**READ, **errors(409, 413)}
+#: what a route that changes state may answer besides (web.cross_site: 403, 415)
+CHANGE = {**READ, **errors(403, 415)}
+WRITE = {**CHANGE, **errors(409, 413)}
 TURN = {**WRITE, **errors(429)}
 
 
@@ -517,7 +531,7 @@ OPERATIONS: dict[str, Operation] = {
             Param("cursor", "query", {"type": "string"}, "the cursor of the previous page"),
         ),
     ),
-    "threads.delete_thread": Operation("erase a thread", {204: Answer("erased"), **READ}),
+    "threads.delete_thread": Operation("erase a thread", {204: Answer("erased"), **CHANGE}),
     "push.pusher_auth": Operation(
         "Pusher channel auth for the thread's owner",
         {200: Answer("the signature", PusherAuth), **WRITE},

@@ -17,6 +17,7 @@ from werkzeug.exceptions import BadRequest
 
 from relayline.channels.runs.queued_turns import drop_queue
 from relayline.channels.stream.log import forget_thread
+from relayline.shared.ids import is_thread_id
 from relayline.shared.persistence.store import ThreadSummary
 from relayline.web.auth import current_user, thread_for
 from relayline.web.recovering import shown_statuses
@@ -91,6 +92,8 @@ def _decode(cursor: str | None) -> tuple[datetime, str] | None:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         moment, thread_id = json.loads(raw)
-        return datetime.fromisoformat(moment), str(thread_id)
+        if not is_thread_id(thread_id):  # it goes to the database as it is
+            raise ValueError(thread_id)
+        return datetime.fromisoformat(moment), thread_id
     except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
         raise BadRequest("'cursor' is not a cursor this server gave out.") from exc

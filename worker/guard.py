@@ -1,72 +1,38 @@
-"""Poison jobs stop in the worker's main process, before the prefork pool sees them.
+"""No message a worker takes off the broker ends the worker or comes back: what it cannot
+run is dead-lettered (worker.dead_letter) and acknowledged.
 
-A job nested deeper than any request the web accepts (or far too large) kills the main
-process when it is pickled for the pool ("RecursionError while pickling"); its message
-then comes back, and every worker that takes it dies too. ``GuardedRequest`` (the
-Request class of every relayline task) checks the decoded job first and moves a job
-out of bounds to the Redis list ``DEAD_LETTER`` (task, id, reason, truncated body,
-time; logged at error level), acknowledged so it is never delivered again.
+``GuardedConsumer`` (relayline's own app sets it as ``worker_consumer``) checks every
+task message (worker.task_messages) before Celery's strategy sees it, on any broker:
+Celery's strategy raised in the main process on a body that is JSON but not
+``[args, kwargs, embed]``, and the worker exited. The paths Celery itself keeps for
+unknown tasks, undecodable bodies and invalid messages (which rejected or dropped them,
+unrecorded) dead-letter too. On Redis, items that are not even kombu envelopes are
+stopped earlier, in the transport (worker.intake).
 
-Bodies Kombu cannot decode at all (not JSON, or nested past Python's recursion limit)
-fail before a request exists: ``GuardedConsumer`` dead-letters them on Celery's
-decode-error path, which then acknowledges and logs them.
+``GuardedRequest`` (the Request class of every relayline task, on a host's app too)
+refuses a job out of bounds (far too large, or nested past any request the web
+accepts) in the worker's main process before a prefork pool pickles it: pickling such a
+job killed the main process ("RecursionError while pickling").
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
 from celery.worker.consumer import Consumer
 from celery.worker.request import Request
 from celery.worker.state import task_ready
+from kombu.exceptions import ContentDisallowed
+from kombu.message import Message
 
-from relayline.channels.keys import DEAD_LETTER
-from relayline.shared.jsonutil import depth, dumps
+from relayline.worker.dead_letter import ReasonCode, Refusal, dead_letter
+from relayline.worker.task_messages import bounds_refusal, refusal, task_of
+
+__all__ = ["GuardedConsumer", "GuardedRequest"]
 
 logger = logging.getLogger("relayline.worker")
-
-#: entries kept (the oldest go first), and the body characters kept per entry
-DEAD_LETTER_KEEP = 1000
-BODY_KEEP = 2048
-#: the web's nesting bound on client values (64) plus the levels a job puts above them
-#: ([args, kwargs] -> kwargs -> job -> seed -> messages -> message: 6) and slack
-MAX_DEPTH = 64 + 8
-#: a job carries a turn's seed, never the thread: far below this
-MAX_BODY_BYTES = 4 * 1024 * 1024
-
-
-def refusal(body_size: int, args: Any, kwargs: Any) -> str | None:
-    """Why a job may not run, or None when it is within bounds."""
-    if body_size > MAX_BODY_BYTES:
-        return f"body of {body_size} bytes exceeds {MAX_BODY_BYTES}"
-    if depth([args, kwargs], MAX_DEPTH) > MAX_DEPTH:
-        return f"nesting depth exceeds {MAX_DEPTH}"
-    return None
-
-
-def dead_letter(task: str, task_id: str, reason: str, body: bytes | str) -> None:
-    """Record a refused job where operators can see it; never raises."""
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-    entry = {
-        "task": task,
-        "id": task_id,
-        "reason": reason,
-        "body": text[:BODY_KEEP],
-        "at": datetime.now(UTC).isoformat(),
-    }
-    logger.error("job %s of %s dead-lettered: %s", task_id, task, reason)
-    try:
-        from relayline.worker.resources import resources
-
-        client = resources().redis
-        pipe = client.pipeline(transaction=False)
-        pipe.lpush(DEAD_LETTER, dumps(entry))
-        pipe.ltrim(DEAD_LETTER, 0, DEAD_LETTER_KEEP - 1)
-        pipe.execute()
-    except Exception:
-        logger.exception("could not record dead-lettered job %s", task_id)
 
 
 class GuardedRequest(Request):
@@ -86,10 +52,11 @@ class GuardedRequest(Request):
             return bool(super().revoked())
         self._checked = True
         body = self.body or b""
-        reason = refusal(len(body), self.args, self.kwargs)
-        if reason is None:
+        refused = bounds_refusal(len(body), self.args, self.kwargs)
+        if refused is None:
             return bool(super().revoked())
-        dead_letter(self.name, self.id, reason, body)
+        queue = self.delivery_info.get("routing_key")
+        dead_letter(refused, body, task=self.name, task_id=self.id, queue=queue)
         self._dead_lettered = True
         task_ready(self)  # out of the worker's reserved set, as a revoked task leaves it
         self.acknowledge()  # never redelivered
@@ -97,10 +64,47 @@ class GuardedRequest(Request):
 
 
 class GuardedConsumer(Consumer):
-    """Celery's consumer, recording undecodable messages in the dead-letter list too."""
+    """Celery's consumer, dead-lettering every message it cannot run."""
 
-    def on_decode_error(self, message: Any, exc: Exception) -> None:
-        headers = message.headers if isinstance(message.headers, dict) else {}
-        task, task_id = str(headers.get("task", "?")), str(headers.get("id", "?"))
-        dead_letter(task, task_id, f"undecodable: {type(exc).__name__}", message.body or b"")
-        super().on_decode_error(message, exc)
+    def create_task_handler(self, *args: Any, **kwargs: Any) -> Callable[[Message], None]:
+        handle: Callable[[Message], None] = super().create_task_handler(*args, **kwargs)
+        tasks = self.app.tasks
+
+        def on_task_received(message: Message) -> None:
+            refused = refusal(message, tasks)
+            if refused is not None:
+                self._dead_letter(message, refused)
+                return
+            handle(message)
+
+        return on_task_received
+
+    # Celery's own paths for what it cannot run: reached only by what the check above
+    # let through, and dead-lettered alike instead of dropped unrecorded.
+
+    def on_decode_error(self, message: Message, exc: Exception) -> None:
+        self._dead_letter(message, Refusal("undecodable", f"{type(exc).__name__}: {exc}"))
+
+    def on_unknown_message(self, body: Any, message: Message) -> None:
+        self._dead_letter(message, Refusal("not-task-shape", "not a task message"))
+
+    def on_unknown_task(self, body: Any, message: Message, exc: Exception) -> None:
+        self._dead_letter(message, Refusal("unknown-task", f"{type(exc).__name__}: {exc}"))
+
+    def on_invalid_task(self, body: Any, message: Message, exc: Exception) -> None:
+        # Celery calls this for a content type not accepted, or a message its Request
+        # refused (an eta or expires it could not read)
+        code: ReasonCode = "undecodable" if isinstance(exc, ContentDisallowed) else "bad-headers"
+        self._dead_letter(message, Refusal(code, f"{type(exc).__name__}: {exc}"))
+
+    def _dead_letter(self, message: Message, refused: Refusal) -> None:
+        task, task_id = task_of(message)
+        info: object = message.delivery_info
+        queue = info.get("routing_key") if isinstance(info, dict) else None
+        dead_letter(refused, message.body or b"", task=task, task_id=task_id, queue=_text(queue))
+        consumer: Any = self  # celery-types does not declare connection_errors
+        message.ack_log_error(logger, consumer.connection_errors)  # never delivered again
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -13,31 +13,37 @@ priority order, and records each in kombu's unacked index and hash in the same a
 step, exactly as kombu's QoS would (its visibility timeout restores them the same
 way). The window kombu leaves between popping a message and recording it (a worker
 killed there loses that message) does not exist for these. An envelope the script
-cannot decode is pushed back where it was and left to kombu's own path (and
-worker.guard's dead letter), one at a time.
+cannot decode is pushed back where it was and left to the BRPOP path, one at a time.
 
-Off (kombu's path only) when kombu's ack emulation is off or a global key prefix is
-set (keys this script would not prefix).
+The batch is off (BRPOP only) when kombu's ack emulation is off or a global key prefix
+is set (keys this script would not prefix).
+
+Every item, BRPOP's or the script's, is checked (worker.envelopes) before kombu parses
+it: one kombu could not deliver (not JSON, not an envelope, too large) is dead-lettered
+(worker.dead_letter) and dropped, where kombu raised out of the transport and the
+worker exited. The BRPOP read is kombu's own, with that check in it.
 """
 
 from __future__ import annotations
 
 import time
+from queue import Empty
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 from kombu.utils.encoding import bytes_to_str
-from kombu.utils.json import loads
 
 from relayline.process.redis_channel import ReusingChannel
+from relayline.worker.dead_letter import Refusal, dead_letter
+from relayline.worker.envelopes import unpack
 
 #: messages one script call takes beyond the one BRPOP delivered
 BATCH = 64
 
 # KEYS: unacked index, unacked hash, then the queue keys in BRPOP's order.
 # ARGV: how many to take, the time kombu's QoS would stamp.
-# Returns key, envelope, key, envelope, ...
+# Returns key, delivery tag, envelope, key, delivery tag, envelope, ...
 _TAKE = """
 local out = {}
 local want = tonumber(ARGV[1])
@@ -58,6 +64,7 @@ for i = 3, #KEYS do
     redis.call('HSET', KEYS[2], tag, '[' .. item .. ',' .. cjson.encode(info['exchange'])
       .. ',' .. cjson.encode(info['routing_key']) .. ']')
     out[#out + 1] = KEYS[i]
+    out[#out + 1] = tag
     out[#out + 1] = item
     taken = taken + 1
   end
@@ -93,10 +100,37 @@ class Channel(ReusingChannel):
         self._take: Any = None
 
     def _brpop_read(self, **options: Any) -> bool:
-        delivered: bool = super()._brpop_read(**options)  # type: ignore[misc]  # raises Empty
+        """Kombu's read of one BRPOP reply (``kombu.transport.redis.Channel._brpop_read``),
+        the popped item checked before it is parsed; then the batch."""
+        kombu: Any = self  # kombu's stubs lack its private helpers
+        try:
+            try:
+                dest_item = kombu.client.parse_response(kombu.client.connection, "BRPOP", **options)
+            except kombu.connection_errors:
+                kombu.client.connection.disconnect()  # the next poll reconnects
+                raise
+            if not dest_item:
+                raise Empty()
+            dest, item = dest_item
+            queue = bytes_to_str(dest).rsplit(self.sep, 1)[0]
+            kombu._queue_cycle.rotate(queue)
+            self._deliver_checked(queue, item)
+        finally:
+            kombu._in_poll = None
+            # kombu 5.7 sends a pending re-authentication once BRPOP's reply is read
+            flush = getattr(kombu, "_flush_brpop_reauth", None)
+            if flush is not None:
+                flush()
         if self.ack_emulation and not self.global_keyprefix:
             self._take_waiting()
-        return delivered
+        return True
+
+    def _deliver_checked(self, queue: str, item: bytes) -> None:
+        unpacked = unpack(item)
+        if isinstance(unpacked, Refusal):
+            dead_letter(unpacked, item, queue=queue)  # popped, never recorded: gone
+            return
+        self.connection._deliver(unpacked.envelope, queue)
 
     def _take_waiting(self) -> None:
         credit = self.qos.can_consume_max_estimate()
@@ -115,11 +149,20 @@ class Channel(ReusingChannel):
                 args=[want, time.time()],
                 client=client,
             )
-        batch = [
-            (bytes_to_str(taken[i]).rsplit(self.sep, 1)[0], loads(bytes_to_str(taken[i + 1])))
-            for i in range(0, len(taken), 2)
-        ]
-        tags = [message["properties"]["delivery_tag"] for _, message in batch]
+        batch: list[tuple[str, dict[str, Any]]] = []
+        tags: list[str] = []
+        refused: list[str] = []
+        for i in range(0, len(taken), 3):
+            queue, tag = bytes_to_str(taken[i]).rsplit(self.sep, 1)[0], bytes_to_str(taken[i + 1])
+            unpacked = unpack(taken[i + 2])
+            if isinstance(unpacked, Refusal):
+                refused.append(tag)
+                dead_letter(unpacked, taken[i + 2], queue=queue)
+                continue
+            batch.append((queue, unpacked.envelope))
+            tags.append(tag)
+        if refused:
+            self._forget(refused)
         self.recorded.update(tags)
         for index, (dest, message) in enumerate(batch):
             try:
@@ -132,6 +175,15 @@ class Channel(ReusingChannel):
                     self.recorded.discard(tag)
                     kombu.qos.restore_by_tag(tag)
                 raise
+
+    def _forget(self, tags: list[str]) -> None:
+        """Drop what the script recorded as unacknowledged for items refused since: they
+        are dead-lettered, never to be restored."""
+        with self.conn_or_acquire() as client:
+            pipe = client.pipeline(transaction=False)
+            pipe.zrem(self.unacked_index_key, *tags)
+            pipe.hdel(self.unacked_key, *tags)
+            pipe.execute()
 
 
 class Transport(kombu_redis.Transport):

@@ -429,7 +429,8 @@ def check_not_replaced(client: redis.Redis, thread_id: str, segment_id: str) -> 
     if newest is not None and newest.segment_id != segment_id:
         raise SegmentReplacedError(
             f"Segment {segment_id} ended without its terminal: segment "
-            f"{newest.segment_id} replaced it (the run went on elsewhere)."
+            f"{newest.segment_id} replaced it (the run went on elsewhere).",
+            newer=newest.segment_id,
         )
 
 

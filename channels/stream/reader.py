@@ -64,6 +64,11 @@ PER_KEY_INTERVAL: Final = 10e-6
 MAX_INTERVAL: Final = 0.01
 #: envelopes a subscription may hold unread before its log is left out of the read
 QUEUE_LIMIT: Final = 2000
+#: characters of envelopes a response takes from its queue at once (at least one
+#: envelope): what it splices, joins and encodes in one go, so a client that stops
+#: reading holds about this much in copies, whatever the size of the segment (the
+#: texts still queued are shared by every reader of the log)
+TAKE_CHARS: Final = 1 << 20
 #: seconds between reconnection attempts after a Redis error, first and at most
 BACKOFF_FIRST: Final = 0.05
 BACKOFF_MAX: Final = 2.0
@@ -146,7 +151,12 @@ class Subscription:
 
     def _deliver(self, item: _Item) -> None:
         sink = self._sink
-        if sink is not None and isinstance(item, list) and not self._items:
+        if (
+            sink is not None
+            and isinstance(item, list)
+            and not self._items
+            and sum(map(len, item)) <= TAKE_CHARS  # larger: taken in parts by the response
+        ):
             item = self._write(sink, item)
             if self._sink is not None:
                 return  # all written
@@ -274,11 +284,23 @@ class Subscription:
                     break
             self._due = math.inf
         texts: list[str] = []
-        while items and len(texts) < self.mux.queue_limit:
+        chars = 0
+        while items and len(texts) < self.mux.queue_limit and chars < TAKE_CHARS:
             item = items.popleft()
             if isinstance(item, ChannelReadError):
+                if texts:  # what came before the error first
+                    items.appendleft(item)
+                    break
                 raise item
-            texts += item
+            taken = (
+                _within(item, TAKE_CHARS - chars) if texts else max(1, _within(item, TAKE_CHARS))
+            )
+            if taken < len(item):
+                items.appendleft(item[taken:])  # the rest on the next take
+            texts += item[:taken]
+            chars += sum(map(len, item[:taken]))
+            if taken < len(item):
+                break
         self._taken += len(texts)
         if self._stalled:  # rare: the reader left this log out
             with self._lock:
@@ -307,6 +329,17 @@ class Subscription:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _within(texts: list[str], chars: int) -> int:
+    """How many of ``texts``, from the first, fit in ``chars`` characters."""
+    count = 0
+    for text in texts:
+        chars -= len(text)
+        if chars < 0:
+            break
+        count += 1
+    return count
 
 
 _TERMINALS: Final = frozenset({"stream.completed", "stream.interrupted", "stream.failed"})

@@ -1,7 +1,8 @@
 """The worker's Redis transport (worker.intake) on a real Redis: the messages waiting in
 a queue come in one read, within the consumer's prefetch credit, each recorded as
 unacked exactly as kombu records it (so kombu acknowledges and restores them), and an
-envelope it cannot read is left where it was for kombu's own path."""
+envelope it cannot read is left where it was for the BRPOP path (which dead-letters it:
+tests/integration/test_unrunnable_messages.py)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,19 @@
 """Fuzzed requests to every POST route get no 5xx (issue 16). Derandomized, so CI runs
 the same requests each time. A real store and a real Redis database with no worker: an
-accepted turn just lands on the queue, and the test flushes it between examples."""
+accepted turn just lands on the queue, and the test flushes it between examples.
+
+Text includes every code point Python's str holds: lone surrogates (valid JSON as
+``"\ud800"``, issue 34) and control characters. An accepted job must be text a worker can
+store and publish (it encodes as UTF-8), or the worker dies on it after the 200."""
 
 from __future__ import annotations
 
+import base64
+import copy
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
+from urllib.parse import quote
 
 import pytest
 import redis
@@ -18,7 +25,7 @@ from tests.support.http_app import http_app
 
 pytestmark = pytest.mark.integration
 
-#: examples per route; each example sends one request (about 6,000 over seven routes)
+#: examples per test; each example sends one request (about 8,600 over ten tests)
 EXAMPLES = 860
 
 FUZZ = settings(
@@ -29,23 +36,31 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
+#: any code point, lone surrogates and control characters included (st.text's default
+#: leaves surrogates out)
+any_char = st.characters(codec=None, exclude_categories=[])
+#: one of the characters issue 34 was about, among others
+edge_char = st.sampled_from(["\ud800", "\udfff", "\x00", "\x01", "\x1b", "\x7f", "\x85"])
+texts = st.text(st.one_of(any_char, edge_char), max_size=20)
 scalars = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=False),
-    st.text(max_size=20),
+    texts,
 )
 json_values = st.recursive(
     scalars,
     lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(st.one_of(any_char, edge_char), max_size=8), inner, max_size=4)
     ),
     max_leaves=12,
 )
 ids = st.one_of(
     st.sampled_from(["t1", "m1", "call-1", "", " ", "a" * 128, "a" * 129, "None"]),
-    st.text(max_size=12),
+    st.sampled_from(["m\ud800", "\udc00", "m\x00", "m\x01", "call\x1f", "m\x85"]),
+    st.text(st.one_of(any_char, edge_char), max_size=12),
     scalars,
     st.lists(scalars, max_size=2),
 )
@@ -66,8 +81,8 @@ agui_message = st.fixed_dictionaries(
         "id": ids,
         "role": st.sampled_from(["user", "assistant", "tool", "system", "x"]) | json_values,
         "content": st.one_of(
-            st.text(max_size=30),
-            st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": maybe(st.text())})),
+            texts,
+            st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": maybe(texts)})),
             json_values,
             huge,
         ),
@@ -111,7 +126,7 @@ vercel_part = st.fixed_dictionaries(
     {},
     optional={
         "type": st.sampled_from(["text", "tool-lookup", "dynamic-tool"]) | ids,
-        "text": maybe(st.text()),
+        "text": maybe(texts),
         "toolCallId": ids,
         "state": st.sampled_from(["output-available", "output-error", "approval-responded"]) | ids,
         "input": json_values,
@@ -138,6 +153,61 @@ vercel_body = st.fixed_dictionaries(
         | json_values,
     },
 )
+#: a string holding at least one character issue 34 was about
+edge_texts = st.builds(lambda a, b, c: a + b + c, texts, edge_char, texts)
+
+AGUI_TURN: dict[str, Any] = {
+    "threadId": "t1",
+    "runId": "r1",
+    "state": {"draft": "v"},
+    "messages": [
+        {"id": "a0", "role": "assistant", "content": "earlier"},
+        {"id": "m1", "role": "user", "content": [{"type": "text", "text": "hello"}]},
+    ],
+    "tools": [{"name": "page", "description": "reads", "parameters": {"type": "object"}}],
+    "context": [{"description": "page", "value": "home"}],
+    "forwardedProps": {"origin": "fuzz"},
+}
+VERCEL_TURN: dict[str, Any] = {
+    "id": "t1",
+    "trigger": "submit-message",
+    "messages": [
+        {
+            "id": "m1",
+            "role": "user",
+            "metadata": {"k": "v"},
+            "parts": [{"type": "text", "text": "hello"}],
+        }
+    ],
+}
+
+
+def _paths(body: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield at
+    children = body.items() if isinstance(body, dict) else enumerate(body)
+    if isinstance(body, dict | list):
+        for step, value in children:
+            yield from _paths(value, (*at, step))
+
+
+@st.composite
+def spoiled(draw: st.DrawFn, template: dict[str, Any]) -> dict[str, Any]:
+    """A valid body with an edge string put in one place: a value replaced or extended,
+    or a key added (the fuzz seldom builds a valid turn by chance)."""
+    body = copy.deepcopy(template)
+    at = draw(st.sampled_from(list(_paths(body))))
+    text = draw(edge_texts)
+    target = body
+    for step in at[:-1]:
+        target = target[step]
+    value = target[at[-1]] if at else body
+    if isinstance(value, dict) and draw(st.booleans()):
+        value[text] = "x"
+    elif at:
+        target[at[-1]] = value + text if isinstance(value, str) and draw(st.booleans()) else text
+    return body
+
+
 answers_body = st.dictionaries(ids.filter(lambda v: isinstance(v, str)), maybe(huge), max_size=3)
 native_body = st.fixed_dictionaries({}, optional={"content": maybe(huge)})
 
@@ -173,6 +243,10 @@ def app_client(
         http_app(tmp_path_factory.mktemp("fuzz"), url) as (_app, client, _store),
     ):
         broker = redis.Redis.from_url(url)
+        # A thread of this user's for the routes that answer 404 before reading anything
+        # else (pusher auth claims it, as a browser's subscription would).
+        claim = {"socket_id": "1.1", "channel_name": f"private-thread-{KNOWN}"}
+        assert client.post("/pusher/auth", data=claim).status_code == 200
         yield client, broker
         broker.close()
 
@@ -190,6 +264,18 @@ def _check(response: Any) -> None:
     assert status < 500, text[:500]
 
 
+def _queued_jobs_are_text(broker: redis.Redis) -> None:
+    """Every job on the queue (JSON, ASCII-escaped by Kombu) holds only text UTF-8 can
+    encode: what the worker's first write to Redis or the database needs."""
+    raw_jobs = cast(list[bytes], broker.lrange("celery", 0, -1))  # sync client
+    for raw in raw_jobs:
+        body = json.loads(base64.b64decode(json.loads(raw)["body"]))
+        try:
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            pytest.fail(f"accepted a job the worker cannot store or publish: {exc}")
+
+
 def _post(client: FlaskClient, broker: redis.Redis, path: str, body: bytes, **extra: Any) -> None:
     delivery = extra.pop("delivery", "relay")
     response = client.post(
@@ -200,35 +286,42 @@ def _post(client: FlaskClient, broker: redis.Redis, path: str, body: bytes, **ex
         **extra,
     )
     _check(response)
+    _queued_jobs_are_text(broker)
     broker.delete("celery")  # no worker: what a valid request queued goes
 
+
+#: a thread the fixture claims for this user
+KNOWN = "t-known"
 
 deliveries = st.sampled_from(["relay", "pusher", "mercure", "nope"])
 
 
 @FUZZ
-@given(body=raw_bodies(agui_body), delivery=deliveries)
+@given(body=raw_bodies(agui_body | spoiled(AGUI_TURN)), delivery=deliveries)
 def test_agui(app_client: tuple[FlaskClient, redis.Redis], body: bytes, delivery: str) -> None:
     _post(*app_client, "/agui", body, delivery=delivery)
 
 
 @FUZZ
-@given(body=raw_bodies(agui_body), agent=st.sampled_from(["default", "nope", "x" * 300]))
+@given(
+    body=raw_bodies(agui_body | spoiled(AGUI_TURN)),
+    agent=st.sampled_from(["default", "nope", "x" * 300]),
+)
 def test_agent(app_client: tuple[FlaskClient, redis.Redis], body: bytes, agent: str) -> None:
     _post(*app_client, f"/agent/{agent}", body)
 
 
 @FUZZ
-@given(body=raw_bodies(vercel_body), delivery=deliveries)
+@given(body=raw_bodies(vercel_body | spoiled(VERCEL_TURN)), delivery=deliveries)
 def test_vercel(app_client: tuple[FlaskClient, redis.Redis], body: bytes, delivery: str) -> None:
     _post(*app_client, "/api/chat", body, delivery=delivery)
 
 
-threads = st.sampled_from(["t1", "t2", "x" * 129, "a%20b", "-bad"])
+threads = st.sampled_from(["t1", "t2", "x" * 129, "a%20b", "-bad", "a%00", "a%ED%A0%80"])
 
 
 @FUZZ
-@given(body=raw_bodies(native_body), thread=threads)
+@given(body=raw_bodies(native_body | spoiled({"content": "hi", "x": {"k": "v"}})), thread=threads)
 def test_native_messages(
     app_client: tuple[FlaskClient, redis.Redis], body: bytes, thread: str
 ) -> None:
@@ -267,7 +360,51 @@ def test_pusher_auth(app_client: tuple[FlaskClient, redis.Redis], form: dict[str
 
 
 @FUZZ
-@given(thread=st.one_of(st.text(max_size=140), ids.map(str)))
+@given(thread=st.one_of(st.text(max_size=140), ids.filter(lambda v: isinstance(v, str))))
 def test_mercure_token(app_client: tuple[FlaskClient, redis.Redis], thread: str) -> None:
     client, _ = app_client
-    _check(client.get("/mercure/token", query_string={"threadId": thread}))
+    # As bytes a client may send: a lone surrogate as its three CESU-8 bytes (%ED%A0%80).
+    raw = thread.encode("utf-8", "surrogatepass")
+    _check(client.get("/mercure/token", query_string=f"threadId={quote(raw)}"))
+
+
+stop_body = st.fixed_dictionaries(
+    {}, optional={"activeStreamId": ids, "assistantMessage": json_values}
+)
+
+
+@FUZZ
+@given(body=raw_bodies(stop_body))
+def test_chat_stop(app_client: tuple[FlaskClient, redis.Redis], body: bytes) -> None:
+    _post(*app_client, f"/api/chat/{KNOWN}/stop", body)
+
+
+@FUZZ
+@given(body=raw_bodies(agui_body | spoiled({**AGUI_TURN, "threadId": KNOWN})))
+def test_agui_connect(app_client: tuple[FlaskClient, redis.Redis], body: bytes) -> None:
+    _post(*app_client, "/agui/connect", body)
+
+
+#: (route, query parameter) of every GET that reads one; the database sees some as they are
+GET_PARAMS = [
+    (f"/agui/threads/{KNOWN}", "before"),
+    (f"/agui/threads/{KNOWN}", "limit"),
+    ("/api/threads", "cursor"),
+    ("/api/threads", "limit"),
+    (f"/api/threads/{KNOWN}/stream", "after"),
+    (f"/api/threads/{KNOWN}/segments/{'0' * 32}/envelopes", "after"),
+]
+
+
+@FUZZ
+@given(
+    where=st.sampled_from(GET_PARAMS),
+    value=st.one_of(ids.filter(lambda v: isinstance(v, str)), texts),
+)
+def test_get_queries(
+    app_client: tuple[FlaskClient, redis.Redis], where: tuple[str, str], value: str
+) -> None:
+    client, _ = app_client
+    path, name = where
+    raw = value.encode("utf-8", "surrogatepass")
+    _check(client.get(path, query_string=f"{name}={quote(raw)}"))

@@ -321,12 +321,15 @@ def test_a_reader_left_on_a_lost_segment_is_told_once_a_newer_one_begins(
             assert first.event == {"type": "text", "content": "from the lost worker"}
             recovery = _segment_of(services.redis, "r-swap")  # the recovered run's segment
             recovery.send(ProtocolEvent("text", {"content": "from the recovery"}))
-            rest = [f.event for f in received]
+            told = list(received)
+            rest = [f.event for f in told]
         finally:
             web.stop()
     assert [e["type"] for e in rest] == ["error"]  # then the response ends
     # Not "The run failed.": the run goes on, and the code says where to follow it.
     assert rest[0]["code"] == "RUN_CONTINUES_ELSEWHERE" and "Resume" in rest[0]["message"]
+    # Its id is the cursor EventSource resends: the newer segment from its start.
+    assert told[0].id == f"{recovery.segment_id}:-1"
 
 
 def _segment_of(client: Any, thread: str) -> LogOnlyChannel:

@@ -19,7 +19,10 @@ from relayline.shared.ids import (
 )
 
 
-@pytest.mark.parametrize("value", ["a", "demo-0f3a", "A.b_c-1", "x" * 128])
+@pytest.mark.parametrize(
+    "value",
+    ["a", "demo-0f3a", "A.b_c-1", "x" * 128, "__LOCALID_72bo6t6k2b"],  # assistant-ui's
+)
 def test_thread_ids_that_pass(value: str) -> None:
     assert is_thread_id(value)
 
@@ -32,7 +35,7 @@ def test_thread_ids_that_fail(value: object) -> None:
 def test_the_pattern_is_the_rule_a_browser_gets() -> None:
     # The page builds new RegExp(`^(?:${pattern})$`); Python reads the same source alike.
     browser = re.compile(f"^(?:{THREAD_ID_PATTERN})$")
-    for value in ("demo-0f3a", "a/b", "-a", "x" * 129):
+    for value in ("demo-0f3a", "a/b", "-a", "x" * 129, "__LOCALID_72bo6t6k2b"):
         assert bool(browser.match(value)) == is_thread_id(value)
 
 

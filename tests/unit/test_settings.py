@@ -15,6 +15,8 @@ from relayline.shared.settings import (
 )
 
 LONG_SECRET = "a-secret-key-of-at-least-32-characters"
+PUBLISHER_KEY = "a-mercure-publisher-key-of-32-chars+"
+SUBSCRIBER_KEY = "a-mercure-subscriber-key-of-32-chars"
 
 
 def test_defaults() -> None:
@@ -62,8 +64,8 @@ def test_values_are_read() -> None:
         "PUSHER_PORT": "6001",
         "PUSHER_ENCRYPTION_MASTER_KEY_BASE64": "bWFzdGVy",
         "MERCURE_HUB_URL": "http://hub/.well-known/mercure",
-        "MERCURE_PUBLISHER_JWT_KEY": "pub",
-        "MERCURE_SUBSCRIBER_JWT_KEY": "sub",
+        "MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY,
+        "MERCURE_SUBSCRIBER_JWT_KEY": SUBSCRIBER_KEY,
         "RELAYLINE_RELAY_TIMEOUT": "12.5",
         "OPENAI_API_KEY": "sk-x",
         "OPENAI_BASE_URL": "http://localhost:11434/v1",
@@ -92,8 +94,8 @@ def test_values_are_read() -> None:
     assert settings.pusher.configured and settings.pusher.encrypted
     assert settings.mercure == MercureSettings(
         hub_url="http://hub/.well-known/mercure",
-        publisher_jwt_key="pub",
-        subscriber_jwt_key="sub",
+        publisher_jwt_key=PUBLISHER_KEY,
+        subscriber_jwt_key=SUBSCRIBER_KEY,
     )
     assert settings.mercure.configured
     assert settings.relay_timeout == 12.5
@@ -198,13 +200,13 @@ def test_pusher_is_configured_with_app_id_key_and_secret(
 @pytest.mark.parametrize(
     ("env", "configured"),
     [
-        ({"MERCURE_HUB_URL": "h", "MERCURE_PUBLISHER_JWT_KEY": "p"}, False),
-        ({"MERCURE_HUB_URL": "h", "MERCURE_SUBSCRIBER_JWT_KEY": "s"}, False),
+        ({"MERCURE_HUB_URL": "h", "MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}, False),
+        ({"MERCURE_HUB_URL": "h", "MERCURE_SUBSCRIBER_JWT_KEY": SUBSCRIBER_KEY}, False),
         (
             {
                 "MERCURE_HUB_URL": "h",
-                "MERCURE_PUBLISHER_JWT_KEY": "p",
-                "MERCURE_SUBSCRIBER_JWT_KEY": "s",
+                "MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY,
+                "MERCURE_SUBSCRIBER_JWT_KEY": SUBSCRIBER_KEY,
             },
             True,
         ),

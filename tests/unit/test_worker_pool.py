@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from relayline.cli import main, worker_command, worker_env, worker_pool
+from relayline.cli import main, web_env, worker_command, worker_env, worker_pool
 from relayline.shared.settings import Settings
 from relayline.worker.resources import EXTRA_CONNECTIONS, MAX_POOL_SIZE, pool_options
 
@@ -156,3 +156,9 @@ def test_the_worker_takes_waiting_turns_in_batches_on_redis_only() -> None:
         Settings(redis_url="redis://127.0.0.1:1/0", celery_broker_url="amqp://guest@127.0.0.1:1//")
     )
     assert amqp.conf.broker_transport is None
+
+
+def test_the_web_maps_large_blocks_unless_the_operator_chose_otherwise() -> None:
+    # Freed large frames go back to the system (bench/slow_clients.py measures it).
+    assert web_env({"PATH": "/bin"}) == {"PATH": "/bin", "MALLOC_MMAP_THRESHOLD_": "131072"}
+    assert web_env({"MALLOC_MMAP_THRESHOLD_": "65536"})["MALLOC_MMAP_THRESHOLD_"] == "65536"

@@ -37,7 +37,8 @@
 // the README), so a reloaded CopilotKit page rejoins a run whatever runtime process
 // started it.
 //
-// Copy this file into your app or import it; it needs only '@ag-ui/client' (tested with
+// Copy this file into your app, import it, or install it as '@relayline/client/agent'
+// (the npm package of client/ in the repository); it needs only '@ag-ui/client' (tested with
 // 0.0.59, CopilotKit 1.75's pin; 1.0's HttpAgent has the same abortRun, clone,
 // requestInit and exports). `stopUrl` overrides where the stop goes, `connectUrl` where
 // the connect goes (each a string, or a function of the agent).

@@ -32,6 +32,7 @@
  * EventSource `open`, *before* POSTing the turn with `?delivery=pusher|mercure`):
  *
  *   import { subscribeToPusher, createProtocolStream } from '/static/relayline-consumer.js';
+ *   // (or from '@relayline/client', this file as an npm package: client/ in the repository)
  *   const channel = pusher.subscribe(`private-thread-${threadId}`);
  *   const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks));
  *   const reader = stream.getReader();   // {type: 'TEXT_MESSAGE_CONTENT', messageId, delta}, ...

@@ -9,7 +9,7 @@
 //   RELAYLINE_MERCURE_PUBLISHER_KEY  to publish readiness probes (public updates)
 //   RELAYLINE_PUSH_ANSWER_FILE  the agent's answer to every message (UTF-8)
 import assert from 'node:assert/strict';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { EventSource } from 'eventsource';
 import Pusher from 'pusher-js';
@@ -19,6 +19,7 @@ import {
   subscribeToMercure,
   subscribeToPusher,
 } from '../../../web/static/relayline-consumer.js';
+import { awaitProbe, probeTopic as newProbeTopic } from '../shared/mercure-probe.mjs';
 import { Backend, requireEnv } from '../shared/stack.mjs';
 
 const requiredEnv = (name) => requireEnv(name, 'test_push_clients.py');
@@ -27,9 +28,6 @@ export const DELIVERIES = requiredEnv('RELAYLINE_PUSH_DELIVERIES').split(',');
 export const ANSWER = readFileSync(requiredEnv('RELAYLINE_PUSH_ANSWER_FILE'), 'utf8');
 /** a generous bound for a loaded machine: running out of it is a failure */
 const TIMEOUT_MS = 60_000;
-/** how long one readiness probe may take to come back before another is published */
-const PROBE_ROUND_TRIP_MS = 200;
-const PROBE_EVENT = 'relayline-probe';
 
 export function newThreadId(prefix) {
   return `${prefix}-${randomUUID().replaceAll('-', '').slice(0, 12)}`;
@@ -152,16 +150,11 @@ function dropping(channel, drop) {
 /**
  * EventSource on the Mercure hub with the subscriber token of GET /mercure/token, given
  * as the `authorization` query parameter (EventSource cannot send headers), as the demo
- * page does.
- *
- * The hub registers a subscriber before answering but may send no response headers
- * before the first update, so readiness is observed, not assumed: the EventSource also
- * subscribes to a public probe topic, and probes (named events, which the consumer never
- * sees: it reads unnamed `message` events only) are published there until one comes back.
+ * page does. Ready once a probe on its own public topic came back (../shared/mercure-probe.mjs).
  */
 async function listenMercure(threadId) {
   const grant = await getJson(`/mercure/token?threadId=${encodeURIComponent(threadId)}`);
-  const probeTopic = `urn:relayline:probe:${randomUUID()}`;
+  const probeTopic = newProbeTopic();
   const url = new URL(grant.hubUrl);
   url.searchParams.append('topic', grant.topic);
   url.searchParams.append('topic', probeTopic);
@@ -177,7 +170,12 @@ async function listenMercure(threadId) {
     }
   });
   try {
-    await awaitProbe(source, grant.hubUrl, probeTopic);
+    await awaitProbe(source, {
+      hubUrl: grant.hubUrl,
+      topic: probeTopic,
+      publisherKey: requiredEnv('RELAYLINE_MERCURE_PUBLISHER_KEY'),
+      timeoutMs: TIMEOUT_MS,
+    });
   } catch (error) {
     source.close();
     throw error;
@@ -205,41 +203,6 @@ async function listenMercure(threadId) {
     }, parse),
     close: () => source.close(),
   };
-}
-
-async function awaitProbe(source, hubUrl, topic) {
-  let arrived = false;
-  const probed = new Promise((resolve) => {
-    source.addEventListener(PROBE_EVENT, () => {
-      arrived = true;
-      resolve();
-    }, { once: true });
-  });
-  const deadline = Date.now() + TIMEOUT_MS;
-  while (!arrived) {
-    if (Date.now() > deadline) throw new Error(`the hub dispatched no probe within ${TIMEOUT_MS} ms`);
-    await publishProbe(hubUrl, topic);
-    // Wait for this probe's round trip (bounded); a lost one is followed by another.
-    await Promise.race([probed, new Promise((resolve) => setTimeout(resolve, PROBE_ROUND_TRIP_MS))]);
-  }
-}
-
-async function publishProbe(hubUrl, topic) {
-  const token = hs256({ mercure: { publish: [topic] } }, requiredEnv('RELAYLINE_MERCURE_PUBLISHER_KEY'));
-  const response = await fetch(hubUrl, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}` },
-    body: new URLSearchParams({ topic, data: 'probe', type: PROBE_EVENT }),
-    signal: AbortSignal.timeout(TIMEOUT_MS),
-  });
-  assert.equal(response.status, 200, `publishing a probe: ${await response.text()}`);
-}
-
-/** A compact HS256 JWT. */
-function hs256(claims, key) {
-  const encode = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
-  const unsigned = `${encode({ alg: 'HS256', typ: 'JWT' })}.${encode(claims)}`;
-  return `${unsigned}.${createHmac('sha256', key).update(unsigned).digest('base64url')}`;
 }
 
 function withTimeout(promise, what) {

@@ -12,7 +12,7 @@ import redis
 
 from relayline.channels import ChannelReadError, LogLimits, LogOnlyChannel, SegmentLog
 from relayline.channels.stream.log import LogBatching
-from relayline.channels.stream.reader import BLOCK_MS, LogMultiplexer, Subscription
+from relayline.channels.stream.reader import BLOCK_MS, TAKE_CHARS, LogMultiplexer, Subscription
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.ids import new_segment_id
 from tests.support.channel_support import State
@@ -189,3 +189,21 @@ def test_closing_ends_every_subscription_and_refuses_new_ones(client: redis.Redi
     with pytest.raises(ChannelReadError, match="closed"):
         logs.subscribe(new_segment_id())
     assert not client.exists(logs.wake_key)
+
+
+def test_a_response_takes_large_events_in_parts_of_about_take_chars(
+    client: redis.Redis, logs: LogMultiplexer
+) -> None:
+    """What a response splices, joins and encodes at once is bounded (a client that
+    stops reading holds about TAKE_CHARS in copies), whatever the segment's size; the
+    events still arrive whole, in order, once each."""
+    big = TAKE_CHARS * 2 // 5  # two fit in one take, a third does not
+    contents = [str(n) * big for n in range(6)]
+    segment_id = _segment(client, "t-large", contents)
+    taken: list[list[int]] = []
+    with logs.subscribe(segment_id) as subscription:
+        for batch in subscription.batches(wait=5, timeout=10):
+            assert batch is not None
+            taken.append([s.sequence for s in batch])
+    assert [n for batch in taken for n in batch] == list(range(7))  # and the terminal
+    assert all(len([n for n in batch if n < 6]) <= 2 for batch in taken)

@@ -1,0 +1,1 @@
+../../shared/mercure-probe.mjs
