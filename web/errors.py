@@ -56,7 +56,15 @@ def init_app(app: Flask | Blueprint) -> None:
         if status is None:  # a run's failure escaping before the headers: no refusal
             return unexpected(exc)
         if isinstance(exc, AgentUnavailableError):  # the operator's line: a setting is wrong
-            logger.warning("request refused: reason=%s error=%s", exc.reason, exc.message)
+            logger.warning(
+                "request refused: %s %s -> %d %s reason=%s %r",
+                request.method,
+                request.path,
+                status,
+                type(exc).__name__,
+                exc.reason,
+                exc.message,
+            )
         response = error_response(status, exc.message, type(exc).__name__)
         if isinstance(exc, UnavailableError):
             response.headers["Retry-After"] = str(exc.retry_after)
