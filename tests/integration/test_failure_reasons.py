@@ -266,7 +266,10 @@ def test_an_agent_that_does_not_load_says_agent_unavailable_at_once(
 
 
 def test_a_web_whose_agent_does_not_load_refuses_with_503_and_still_shows_threads(
-    tmp_path: Path, redis_url: str, broken_worker: tuple[WebServer, Worker]
+    tmp_path: Path,
+    redis_url: str,
+    broken_worker: tuple[WebServer, Worker],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     web, _ = broken_worker
     turn(web, "native", "shown-later", "Hello")  # a thread with a failed run
@@ -280,6 +283,13 @@ def test_a_web_whose_agent_does_not_load_refuses_with_503_and_still_shows_thread
         assert refused.status_code == 503
         assert refused.json() == {"error": UNAVAILABLE, "type": "AgentUnavailableError"}
         assert refused.headers["Retry-After"] == "30"
+        [line] = [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "relayline.web" and r.levelname == "WARNING"
+        ]  # the operator's one line
+        assert "POST /api/threads/t-503/messages -> 503 AgentUnavailableError" in line
+        assert "reason=agent_unavailable" in line and "an_sdk_nobody_installed" in line
         shown = requests.get(f"{broken_web.url}/api/threads/shown-later", timeout=10)
         assert shown.status_code == 200
         assert shown.json()["run"]["error"]["code"] == "agent_unavailable"
