@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from relayline.channels.pusher import PusherChannel
     from relayline.shared.agent import Agent, AgentSpec, Continuation, RunState
     from relayline.shared.errors import (
+        AgentUnavailableError,
         ConflictError,
         DeliveryError,
         ExpiredError,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         StreamAdapterError,
         StreamLostError,
         ToolError,
+        ToolFailedError,
         UnavailableError,
         WorkflowError,
     )
@@ -82,6 +84,7 @@ _HOMES: dict[str, str] = {
     **{
         name: "relayline.shared.errors"
         for name in (
+            "AgentUnavailableError",
             "ConflictError",
             "DeliveryError",
             "ExpiredError",
@@ -97,6 +100,7 @@ _HOMES: dict[str, str] = {
             "StreamAdapterError",
             "StreamLostError",
             "ToolError",
+            "ToolFailedError",
             "UnavailableError",
             "WorkflowError",
         )
@@ -107,6 +111,7 @@ __all__ = [
     "AbstractChannel",
     "Agent",
     "AgentSpec",
+    "AgentUnavailableError",
     "CallbackChannel",
     "ConflictError",
     "Continuation",
@@ -134,6 +139,7 @@ __all__ = [
     "StreamLostError",
     "Tool",
     "ToolError",
+    "ToolFailedError",
     "UnavailableError",
     "WorkflowError",
     "__version__",

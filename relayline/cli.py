@@ -23,6 +23,8 @@ from relayline.shared.auth import mint
 from relayline.shared.chunks import InterruptEvent, TextChunk, ToolResultChunk
 from relayline.shared.interrupts import ApprovalRequest
 from relayline.shared.persistence import Store
+from relayline.shared.preflight import check_agents
+from relayline.shared.registry import AgentRegistry
 from relayline.shared.settings import WORKER_POOLS, Settings, child_environment
 
 #: simultaneous connections one gevent web worker serves (each SSE stream holds one);
@@ -77,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"expires {expires} (RELAYLINE_TOKEN_TTL={settings.token_ttl:g} s)", file=sys.stderr)
         return 0
     if args.command == "web":
+        warn_about_models(settings)
         os.execve(sys.executable, web_command(args.host, args.port or settings.port), web_env())
     if args.command == "worker":
         try:
@@ -85,8 +88,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(exc))  # exits with status 2 and the message
         os.execve(sys.executable, worker_command(pool, concurrency), worker_env(pool, concurrency))
     if args.command == "up":
+        warn_about_models(settings)
         return up(settings, args.host, args.port or settings.port)
     return run_demo(args.database)
+
+
+def warn_about_models(settings: Settings) -> None:
+    """The model preflight before anything starts: one line on stderr per problem that
+    would fail every turn (no SDK, no key, nothing at the base URL, an agent that does
+    not load), naming what to set. It warns; it never stops the start."""
+    for problem in check_agents(AgentRegistry.from_settings(settings)):
+        print(problem.line(), file=sys.stderr, flush=True)
 
 
 def refuse_configuration(exc: ValueError) -> int:

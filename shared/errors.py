@@ -13,10 +13,12 @@ Hierarchy::
     │   └── ExpiredError           the wait's deadline has passed (HTTP 409)
     ├── StepLimitError             the turn needed more model calls than max_steps allows
     ├── ToolError                  a tool cannot run here (frontend tool executed on the backend)
+    ├── ToolFailedError            a tool declared @tool(on_error="fail") raised: the run fails
     ├── StreamAdapterError         an adapter cannot encode what it was given
     ├── ProviderError              the model provider failed (HTTP error, broken stream)
     ├── RunFailedError             the run failed; raised by streaming consumers after error frames
     ├── UnavailableError           a service the request needs is down; retry later (HTTP 503)
+    │   └── AgentUnavailableError  the configured agent cannot be loaded (HTTP 503)
     └── DeliveryError              this stream ends, the run does not; the client is told why
         ├── RunElsewhereError      another delivery carries the run on (redelivered, duplicate)
         └── StreamLostError        the stream's transport broke; the run goes on, resume it
@@ -26,6 +28,9 @@ name}`` (and its ``details()``) with its status from ``HTTP_STATUS``
 (``web/errors.py``). The errors in ``NOT_HTTP`` are failures of a run, not answers to
 a request: the protocol's error frame reports them, and one escaping before the headers
 is a plain 500.
+
+A run that fails reports a stable reason code (``FailureCode``): an error's ``reason``,
+read by ``relayline.shared.failures``, which also words what the thread's owner reads.
 """
 
 from __future__ import annotations
@@ -45,8 +50,42 @@ class RefusalDetails(TypedDict, total=False):
     status: str
 
 
+#: why a run failed, on the wire (AG-UI ``RUN_ERROR.code``, native ``error.code``), in
+#: ``GET /api/threads/<id>`` (``run.error.code``) and in the worker's log; the README
+#: lists them. Stable: clients may branch on them.
+FailureCode = Literal[
+    "provider_auth",
+    "provider_unreachable",
+    "provider_missing_extra",
+    "model_not_found",
+    "provider_rate_limited",
+    "provider_error",
+    "tool_failed",
+    "step_limit",
+    "timeout",
+    "agent_unavailable",
+    "internal",
+]
+FAILURE_CODES: Final[tuple[FailureCode, ...]] = (
+    "provider_auth",
+    "provider_unreachable",
+    "provider_missing_extra",
+    "model_not_found",
+    "provider_rate_limited",
+    "provider_error",
+    "tool_failed",
+    "step_limit",
+    "timeout",
+    "agent_unavailable",
+    "internal",
+)
+
+
 class RelaylineError(Exception):
-    """Root of every relayline error. ``message`` is the text a developer can act on."""
+    """Root of every relayline error. ``message`` is the text a developer can act on;
+    ``reason`` the failure code a run failing with it reports."""
+
+    reason: FailureCode = "internal"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -110,9 +149,23 @@ class ExpiredError(WorkflowError):
 class StepLimitError(RelaylineError):
     """The turn needed more model calls than AgentSpec.max_steps allows."""
 
+    reason: FailureCode = "step_limit"
+
 
 class ToolError(RelaylineError):
     """A tool cannot be executed here."""
+
+
+class ToolFailedError(RelaylineError):
+    """A tool declared ``@tool(on_error="fail")`` raised: instead of handing the error to
+    the model, the run fails, and ``message`` (the tool's name and its error) is what
+    the thread's owner reads."""
+
+    reason: FailureCode = "tool_failed"
+
+    def __init__(self, message: str, tool: str | None = None) -> None:
+        super().__init__(message)
+        self.tool = tool
 
 
 class StreamAdapterError(RelaylineError):
@@ -120,7 +173,21 @@ class StreamAdapterError(RelaylineError):
 
 
 class ProviderError(RelaylineError):
-    """The model provider failed; the run is recorded as failed."""
+    """The model provider failed; the run is recorded as failed. ``message`` says what
+    happened (for the operator's log; keys never appear in it), ``reason`` its failure
+    code, ``advice`` what the thread's owner reads: what failed and what to set (None:
+    a neutral "the model provider failed", since ``message`` may name hosts and SDK
+    internals)."""
+
+    reason: FailureCode = "provider_error"
+
+    def __init__(
+        self, message: str, *, reason: FailureCode | None = None, advice: str | None = None
+    ) -> None:
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
+        self.advice = advice
 
 
 class RunFailedError(RelaylineError):
@@ -138,6 +205,17 @@ class UnavailableError(RelaylineError):
     def __init__(self, message: str, retry_after: int = 5) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class AgentUnavailableError(UnavailableError):
+    """The agent a request or a job names cannot be loaded (a typo in RELAYLINE_AGENT, an
+    import error in its module, a factory that raises): the web answers 503, a worker
+    fails the turn with ``agent_unavailable``."""
+
+    reason: FailureCode = "agent_unavailable"
+
+    def __init__(self, message: str, retry_after: int = 30) -> None:
+        super().__init__(message, retry_after)
 
 
 class DeliveryError(RelaylineError):
@@ -174,6 +252,7 @@ HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
         RunNotWaitingError: 409,
         ExpiredError: 409,
         UnavailableError: 503,
+        AgentUnavailableError: 503,
     }
 )
 
@@ -183,6 +262,7 @@ NOT_HTTP: Final[frozenset[type[RelaylineError]]] = frozenset(
         RelaylineError,
         StepLimitError,
         ToolError,
+        ToolFailedError,
         StreamAdapterError,
         ProviderError,
         RunFailedError,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
+from relayline.shared.failures import StoredFailure
 from relayline.shared.interrupts import Decision, ResultEntry
 from relayline.shared.jsonutil import JSONObject
 from relayline.shared.tools import FrontendToolJSON
@@ -76,6 +77,8 @@ class Checkpoint(TypedDict, total=False):
     #: input and output tokens of every model call of the run, summed (absent until a
     #: provider reports usage)
     usage: UsageJSON
+    #: why the run failed (set with status ``failed``; ``runs.error`` is its message)
+    failure: StoredFailure
 
 
 __all__ = [

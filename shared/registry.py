@@ -1,4 +1,8 @@
-"""Agent factories named in configuration (``module:factory``), loaded once per process."""
+"""Agent factories named in configuration (``module:factory``), loaded once per process.
+
+An agent that cannot be loaded (no such module, an import error in it, a factory that
+raises or returns something else) is an ``AgentUnavailableError`` naming the setting to
+fix: the web answers 503, a worker fails the turn with ``agent_unavailable``."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from relayline.shared.agent.spec import AgentSpec
+from relayline.shared.errors import AgentUnavailableError
 from relayline.shared.jobs import DEFAULT_AGENT
 from relayline.shared.settings import Settings
 
@@ -56,8 +61,31 @@ class AgentRegistry:
             return found
         with self._lock:
             if agent_id not in self._specs:
-                spec = load_factory(self._targets[agent_id])()
-                if not isinstance(spec, AgentSpec):
-                    raise TypeError(f"Agent factory for {agent_id!r} must return an AgentSpec.")
-                self._specs[agent_id] = spec
+                self._specs[agent_id] = self._load(agent_id)
             return self._specs[agent_id]
+
+    def _load(self, agent_id: str) -> AgentSpec:
+        """Build the agent's spec; any failure is an AgentUnavailableError saying which
+        setting names the agent (not cached: the next request tries again)."""
+        target = self._targets[agent_id]
+        try:
+            spec = load_factory(target)()
+            if not isinstance(spec, AgentSpec):
+                raise TypeError(f"Agent factory for {agent_id!r} must return an AgentSpec.")
+        except Exception as exc:
+            raise AgentUnavailableError(_unavailable(agent_id, target, exc)) from exc
+        return spec
+
+
+def _unavailable(agent_id: str, target: str, exc: Exception) -> str:
+    """Which agent, which setting names it, and why it does not load."""
+    variable = "RELAYLINE_AGENT" if agent_id == DEFAULT_AGENT else "RELAYLINE_AGENTS"
+    # load_factory's own errors say what is wrong; anything else is the module's or the
+    # factory's own exception
+    problem = (
+        str(exc) if isinstance(exc, ValueError | TypeError) else f"{type(exc).__name__}: {exc}"
+    )
+    return (
+        f"The agent '{agent_id}' cannot be loaded from {variable} ({target}): "
+        f"{problem.rstrip('.')}. Fix {variable} or the agent's module."
+    )

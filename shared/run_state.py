@@ -13,7 +13,9 @@ from relayline.shared.records import RunStatus
 @dataclasses.dataclass(frozen=True)
 class RunState:
     """Where a run stands after a segment: ``completed``, ``suspended`` or ``failed``
-    (``running`` only when inspected while another process executes it)."""
+    (``running`` only when inspected while another process executes it). A failed
+    run's ``error`` is the message its thread's owner reads, ``error_code`` why it failed
+    (``provider_auth``, ``tool_failed``, ...: relayline.shared.errors.FailureCode)."""
 
     thread_id: str
     run_id: str
@@ -22,3 +24,4 @@ class RunState:
     interrupt: InterruptRequest | None = None
     message: str | None = None
     error: str | None = None
+    error_code: str | None = None

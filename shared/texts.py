@@ -8,6 +8,13 @@ from typing import Final
 
 #: what any failure shows: never the exception's own message, which may leak internals
 RUN_FAILED: Final = "The run failed."
+#: a model provider's failure relayline cannot say more of: the provider's own text
+#: (hosts, ports, SDK internals) goes to the operator's log only
+PROVIDER_FAILED: Final = "The model provider failed to answer: try again in a moment."
+#: a model provider's answer that ended before it was complete
+PROVIDER_BROKE_OFF: Final = (
+    "The model provider's answer broke off before it was complete: try again."
+)
 #: a continuation whose payload answers nothing the run waits for
 NO_MATCH: Final = "The payload contains no matching continuation input."
 #: a new turn without text

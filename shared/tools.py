@@ -26,6 +26,9 @@ from relayline.shared.errors import ToolError
 from relayline.shared.stop_signal import StopSignal
 
 JSONSchema = dict[str, Any]
+#: what a backend tool's exception does (``Tool.on_error``)
+ToolErrorPolicy = Literal["model", "fail"]
+TOOL_ERROR_POLICIES: tuple[ToolErrorPolicy, ...] = ("model", "fail")
 
 
 class FrontendToolJSON(typing.TypedDict, total=False):
@@ -61,11 +64,19 @@ class Tool:
     #: safe to run again when a worker was lost while it ran (else the interrupted call
     #: is settled with ``relayline.shared.agent.loop.INTERRUPTED_ERROR``, never re-run)
     idempotent: bool = False
+    #: what an exception the tool raises does: ``model`` hands it to the model as the
+    #: call's error result (it may retry or explain), ``fail`` fails the run with
+    #: ``tool_failed`` and tells the thread's owner why
+    on_error: ToolErrorPolicy = "model"
 
     deferred = False
 
     def __post_init__(self) -> None:
         _check_name(self.name)
+        if self.on_error not in TOOL_ERROR_POLICIES:
+            raise ValueError(
+                f"Tool '{self.name}': on_error must be one of {', '.join(TOOL_ERROR_POLICIES)}."
+            )
 
     def execute(self, inputs: Mapping[str, Any]) -> Any:
         return self.fn(**inputs)
@@ -88,6 +99,8 @@ class FrontendTool:
     deferred = True
     redact: tuple[str, ...] = ()
     idempotent = False
+    #: the browser's errors always reach the model
+    on_error: typing.ClassVar[ToolErrorPolicy] = "model"
 
     def __post_init__(self) -> None:
         _check_name(self.name)
@@ -163,6 +176,7 @@ def tool(
     requires_approval: bool = False,
     redact: typing.Iterable[str] = (),
     idempotent: bool = False,
+    on_error: ToolErrorPolicy = "model",
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -175,10 +189,12 @@ def tool(
     requires_approval: bool = False,
     redact: typing.Iterable[str] = (),
     idempotent: bool = False,
+    on_error: ToolErrorPolicy = "model",
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed, documented function into a backend :class:`Tool`.
 
-    Usable bare (``@tool``) or with options (``@tool(requires_approval=True)``).
+    Usable bare (``@tool``) or with options (``@tool(requires_approval=True)``;
+    ``on_error="fail"``: an exception fails the run instead of reaching the model).
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -191,6 +207,7 @@ def tool(
             requires_approval=requires_approval,
             redact=tuple(redact),
             idempotent=idempotent,
+            on_error=on_error,
         )
 
     return build(fn) if fn is not None else build

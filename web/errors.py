@@ -17,7 +17,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
-from relayline.shared.errors import RefusalDetails, RelaylineError, UnavailableError, http_status
+from relayline.shared.errors import (
+    AgentUnavailableError,
+    RefusalDetails,
+    RelaylineError,
+    UnavailableError,
+    http_status,
+)
 from relayline.web.body_limit import BODY_TOO_LARGE
 
 logger = logging.getLogger("relayline.web")
@@ -55,6 +61,16 @@ def init_app(app: Flask | Blueprint) -> None:
         status = http_status(exc)
         if status is None:  # a run's failure escaping before the headers: no refusal
             return unexpected(exc)
+        if isinstance(exc, AgentUnavailableError):  # the operator's line: a setting is wrong
+            logger.warning(
+                "request refused: %s %s -> %d %s reason=%s %r",
+                request.method,
+                request.path,
+                status,
+                type(exc).__name__,
+                exc.reason,
+                exc.message,
+            )
         response = error_response(status, exc.message, type(exc).__name__, exc.details())
         if isinstance(exc, UnavailableError):
             response.headers["Retry-After"] = str(exc.retry_after)

@@ -1,5 +1,7 @@
 """Liveness and readiness. ``/readyz`` also shows the queue: turns sent to the broker
-that no worker has started yet, and the admission limits (web.admission; 0: none)."""
+that no worker has started yet, and the admission limits (web.admission; 0: none), and
+the model preflight (``model``: what would fail every turn, relayline.shared.preflight;
+a warning, never a reason to be unready: a model server may come up later)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import sqlalchemy as sa
 from flask import Blueprint, Response, jsonify
 
 from relayline.channels.runs.backlog import depth
+from relayline.shared.preflight import report
 from relayline.web.services import services
 
 bp = Blueprint("health", __name__)
@@ -50,7 +53,12 @@ def readyz() -> Response:
         # Readiness is the checks above; the depth is a figure that may be missing.
         with contextlib.suppress(Exception):
             queue["depth"] = depth(svc.redis, svc.settings.stream_max_age)
-    body = {"status": "ready" if ready else "unavailable", "checks": checks, "queue": queue}
+    body = {
+        "status": "ready" if ready else "unavailable",
+        "checks": checks,
+        "queue": queue,
+        "model": report(svc.preflight.problems()),
+    }
     response = jsonify(body)
     response.status_code = 200 if ready else 503
     return response

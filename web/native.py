@@ -5,7 +5,9 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 
 from relayline.shared.agent import Agent, Continuation
+from relayline.shared.batch import request_from_record
 from relayline.shared.errors import InputTranslationError
+from relayline.shared.failures import stored_failure
 from relayline.shared.ids import new_id, new_run_id
 from relayline.shared.jobs import ContinueJob, TurnJob, UserTurn
 from relayline.web.auth import current_user, thread_for
@@ -77,19 +79,23 @@ def post_approvals(thread_id: str) -> Response:
 
 @bp.get("/api/threads/<thread_id>")
 def get_thread(thread_id: str) -> Response:
-    agent = _agent(thread_id, must_exist=True)
-    record = agent.inspect()
-    state = agent.state()
+    """The thread's current run, read from the store alone: it answers, and says why a
+    run failed, even while the agent cannot be loaded."""
+    thread_for(thread_id, current_user(), must_exist=True)
+    record = services().store.current_run(thread_id)
     run = None
-    if record is not None and state is not None:
+    if record is not None:
+        interrupt = request_from_record(record)
         run = {
             "runId": record.run_id,
             # "recovering" while the run's worker is gone (web.recovering)
             "status": shown_status(services(), record),
             "attempt": record.attempt,
-            "interrupt": state.interrupt.to_json() if state.interrupt else None,
+            "interrupt": interrupt.to_json() if interrupt else None,
             # tokens of every model call of the run, summed; null until one reports usage
             "usage": record.checkpoint.get("usage"),
+            # {code, message} of a failed run (relayline.shared.failures); else null
+            "error": stored_failure(record.checkpoint.get("failure"), record.error),
         }
     return jsonify({"threadId": thread_id, "run": run})
 

@@ -160,10 +160,24 @@ class Queue(Reply):
     perOwnerLimit: int | None
 
 
+class ModelProblemReply(Reply):
+    agent: str
+    code: str
+    message: str
+
+
+class ModelCheck(Reply):
+    """The model preflight (relayline.shared.preflight): what would fail every turn."""
+
+    status: Literal["ok", "warning"]
+    problems: list[ModelProblemReply]
+
+
 class Readiness(Reply):
     status: Literal["ready", "unavailable"]
     checks: dict[str, str]
     queue: Queue
+    model: ModelCheck
 
 
 class AgentConfig(Reply):
@@ -184,12 +198,21 @@ class ChatMessages(Reply):
     messages: list[dict[str, Any]]
 
 
+class RunError(Reply):
+    """Why a run failed: a stable code (relayline.shared.errors.FailureCode) and the
+    message its thread's owner reads."""
+
+    code: str
+    message: str
+
+
 class NativeRun(Reply):
     runId: str
     status: str
     attempt: int
     interrupt: dict[str, Any] | None
     usage: dict[str, Any] | None
+    error: RunError | None
 
 
 class NativeThread(Reply):

@@ -14,6 +14,7 @@ from relayline.channels.stream.reader import LogMultiplexer
 from relayline.process import redis_version
 from relayline.shared.auth import IdentityTokens
 from relayline.shared.persistence import Store
+from relayline.shared.preflight import CachedPreflight
 from relayline.shared.registry import AgentRegistry
 from relayline.shared.settings import Settings
 from relayline.web.broker import web_celery
@@ -36,9 +37,12 @@ class Services:
     url_prefix: str = ""
     #: the one reader of every segment log this app relays (started by its first use)
     logs: LogMultiplexer = dataclasses.field(init=False)
+    #: the model preflight /readyz reports (run by its first use, then every minute)
+    preflight: CachedPreflight = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         self.logs = LogMultiplexer(self.redis)
+        self.preflight = CachedPreflight(self.registry)
 
     @classmethod
     def build(cls, settings: Settings) -> Services:

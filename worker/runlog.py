@@ -5,10 +5,16 @@ A task's start is the run entering ``running`` (``run.started`` for a new turn,
 ``run.resumed`` for a continuation, ``run.recovered`` after a lost worker,
 ``run.expiring`` for a lapsed frontend wait); its end says where the run went
 (``run.completed``, ``run.suspended``, ``run.failed``; ``run.skipped`` when the task
-found nothing to do or left the run to another; ``run.error`` when it raised). Every
-line carries ``thread_id``, ``run_id``, ``attempt``, ``agent`` and ``task_id``; the end
-line adds ``duration_ms``, the task's ``outcome`` and the run's stored ``status``. A new
-turn's start line has ``attempt`` null: its run is not stored yet.
+found nothing to do or left the run to another; ``run.refused`` when it refused the job
+and told the client; ``run.error`` when it raised). Every line carries ``thread_id``,
+``run_id``, ``attempt``, ``agent`` and ``task_id``; the end line adds ``duration_ms``,
+the task's ``outcome`` and the run's stored ``status``. A new turn's start line has
+``attempt`` null: its run is not stored yet.
+
+A failed or refused run's end line is a WARNING that says why: ``reason`` (the failure
+code, relayline.shared.failures), ``error`` (what the thread's owner was told) and,
+when it adds to it, ``detail`` (what happened; keys redacted): the one line an operator
+reads for it.
 
 Nothing a person wrote reaches this log (no message text, no tool arguments or
 answers) unless the logger is enabled for DEBUG (``--loglevel DEBUG``): then the start
@@ -34,6 +40,7 @@ from typing import Any, Final, TypedDict
 from celery.signals import task_postrun, task_prerun
 
 from relayline.shared import metrics
+from relayline.shared.failures import RunFailure
 from relayline.shared.jobs import CONTINUE_RUN, DEFAULT_AGENT, EXPIRE_WAIT, RECOVER_RUN, RUN_TURN
 from relayline.worker.resources import resources
 
@@ -46,8 +53,9 @@ STARTS: Final = {
     RECOVER_RUN: "run.recovered",
     EXPIRE_WAIT: "run.expiring",
 }
-#: task outcomes that are where the run went; any other outcome is ``run.skipped``
-ENDS: Final = frozenset({"completed", "suspended", "failed", "cancelled"})
+#: task outcomes that are where the run went (or that the task refused it); any other
+#: outcome is ``run.skipped``
+ENDS: Final = frozenset({"completed", "suspended", "failed", "cancelled", "refused"})
 
 
 class RunLine(TypedDict, total=False):
@@ -62,6 +70,9 @@ class RunLine(TypedDict, total=False):
     duration_ms: float
     outcome: str
     status: str | None
+    reason: str
+    error: str
+    detail: str
     text: str
     answers: Any
 
@@ -83,6 +94,8 @@ class JSONFormatter(logging.Formatter):
 _started: dict[str, tuple[float, RunLine]] = {}
 #: task id -> (status, attempt) of the run as the task left it (``ended``)
 _ended: dict[str, tuple[str, int]] = {}
+#: task id -> why its run failed or was refused (``failed``)
+_failures: dict[str, RunFailure] = {}
 _configured: list[str] = []
 
 
@@ -105,6 +118,12 @@ def ended(task_id: str | None, status: str, attempt: int) -> None:
     database read fewer per turn); a task that does not say is read from the store."""
     if task_id is not None and task_id in _started:
         _ended[task_id] = (status, attempt)
+
+
+def failed(task_id: str | None, failure: RunFailure) -> None:
+    """Why the task's run failed (or why the task refused it): its end line says it."""
+    if task_id is not None and task_id in _started:
+        _failures[task_id] = failure
 
 
 def _emit(level: int, line: RunLine) -> None:
@@ -161,6 +180,7 @@ def _task_started(task_id: str, task: Any, kwargs: Any = None, **_: object) -> N
 def _task_ended(task_id: str, retval: Any = None, state: str | None = None, **_: object) -> None:
     started = _started.pop(task_id, None)
     known = _ended.pop(task_id, None)
+    failure = _failures.pop(task_id, None)
     if started is None:
         return
     began, line = started
@@ -179,7 +199,12 @@ def _task_ended(task_id: str, retval: Any = None, state: str | None = None, **_:
             "outcome": outcome,
             "status": status,
         }
-        _emit(logging.WARNING if event == "run.error" else logging.INFO, end)
+        if failure is not None:
+            end = {**end, "reason": failure.code, "error": failure.message}
+            if failure.message not in failure.detail:  # else the error says it all
+                end["detail"] = failure.detail
+        warn = event == "run.error" or failure is not None
+        _emit(logging.WARNING if warn else logging.INFO, end)
         if event != "run.skipped":
             metrics.RUNS.labels(line["agent"], event.removeprefix("run.")).inc()
         metrics.TURN_SECONDS.labels(line["agent"], outcome).observe(time.monotonic() - began)

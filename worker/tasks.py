@@ -35,12 +35,14 @@ from relayline.shared.agent.agent import Segment
 from relayline.shared.agent.segment import drain
 from relayline.shared.agent.spec import AgentSpec, RunState
 from relayline.shared.errors import (
+    AgentUnavailableError,
     RelaylineError,
     RunElsewhereError,
     RunFailedError,
     StaleRunError,
     WorkflowError,
 )
+from relayline.shared.failures import RunFailure, failure_of
 from relayline.shared.interrupts import ToolResultsRequest
 from relayline.shared.jobs import (
     CONTINUE_RUN,
@@ -67,8 +69,12 @@ from relayline.shared.protocols.agui.seed import agui_seed
 from relayline.shared.records import ACTIVE_STATUSES
 from relayline.shared.stop_signal import StopSignal
 from relayline.shared.tools import redactions
-from relayline.worker import runlog
+from relayline.worker import (
+    model_check,  # noqa: F401  (checks the models when ready)
+    runlog,
+)
 from relayline.worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
+from relayline.worker.failed_turns import record_failed_turn
 from relayline.worker.liveness import RunHeartbeat, Sweeper, beat_alive, holder_alive
 from relayline.worker.registration import relayline_task
 from relayline.worker.resources import Resources, resources
@@ -300,8 +306,10 @@ def _execute_watched(
         runlog.ended(task.request.id, state.status, state.attempt)
         _schedule_expiry(state, job)
         return state.status
-    except RunFailedError:
-        return "failed"  # the segment already delivered its error frames and terminal
+    except RunFailedError as failed:
+        # The segment already delivered its error frames and terminal; the log says why.
+        runlog.failed(task.request.id, failure_of(failed.cause or failed))
+        return "failed"
     except Exception as exc:
         # Refused before the segment began (stale, conflict, bad agent): tell the client.
         if not isinstance(exc, RelaylineError):
@@ -309,8 +317,20 @@ def _execute_watched(
         if _goes_on(res, job, exc):
             _publish_failure(res, job, ELSEWHERE)
             return "continues elsewhere"
+        failure = failure_of(exc)
+        runlog.failed(task.request.id, failure)
+        if isinstance(exc, AgentUnavailableError) and _store_failed_turn(res, job, failure):
+            runlog.ended(task.request.id, "failed", 1)
+            _publish_failure(res, job, exc)
+            return "failed"  # the turn is a failed run like any other
         _publish_failure(res, job, exc)
         return "refused"
+
+
+def _store_failed_turn(res: Resources, job: AnyJob, failure: RunFailure) -> bool:
+    """A new turn whose agent cannot be loaded is stored as a failed run, so that the
+    thread shows why (worker.failed_turns); a continuation's run stays as it was."""
+    return isinstance(job, TurnJob) and record_failed_turn(res.store, job, failure)
 
 
 def _schedule_expiry(state: RunState, job: AnyJob) -> None:
@@ -380,14 +400,19 @@ def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:
     record = res.store.current_run(expiry.thread_id)
     if record is None or (record.run_id, record.attempt) != (expiry.run_id, expiry.attempt):
         return "moved on"
-    agent = _agent(task, res, expiry)
+    try:
+        agent = _agent(task, res, expiry)
+    except AgentUnavailableError as exc:  # the run stays suspended; the log says why
+        runlog.failed(task.request.id, failure_of(exc))
+        return "refused"
     try:
         staged = agent.expire_wait()
     except (WorkflowError, RelaylineError):
         return "moved on"
     try:
         return drain(staged.events()).status
-    except RunFailedError:
+    except RunFailedError as failed:
+        runlog.failed(task.request.id, failure_of(failed.cause or failed))
         return "failed"
 
 

@@ -41,9 +41,10 @@ from relayline.shared.chunks import (
     ToolCallChunk,
     ToolResultChunk,
 )
-from relayline.shared.errors import ProviderError, RelaylineError
+from relayline.shared.errors import ProviderError, ToolFailedError
 from relayline.shared.errors import StepLimitError as StepLimitError  # re-exported: it lived here
 from relayline.shared.events import Activity, RunUsage, StepFinished, StepStarted
+from relayline.shared.failures import failure_of, redact_keys
 from relayline.shared.interrupts import (
     TIMEOUT_ERROR,
     ApprovalRequest,
@@ -80,7 +81,6 @@ from relayline.shared.records import (
 )
 from relayline.shared.stop_signal import StopSignal
 from relayline.shared.telemetry import tracer
-from relayline.shared.texts import RUN_FAILED
 from relayline.shared.tools import AnyTool, stop_signal_scope
 
 Item = Any  # a chunk or a portable event
@@ -173,9 +173,18 @@ class RunLoop:
         return batch
 
     def fail(self, error: BaseException) -> None:
-        """Record the failure; a process fenced out by another writes nothing."""
-        message = error.message if isinstance(error, RelaylineError) else RUN_FAILED
-        self.write(status="failed", error=message, interrupt=None, lease_expires_at=None)
+        """Record the failure: ``error`` is the owner's message, the checkpoint's
+        ``failure`` its code and the operator's detail (``relayline.shared.failures``).
+        A process fenced out by another writes nothing."""
+        failure = failure_of(error)
+        checkpoint: Checkpoint = {**self.record.checkpoint, "failure": failure.stored()}
+        self.write(
+            status="failed",
+            error=failure.message,
+            checkpoint=checkpoint,
+            interrupt=None,
+            lease_expires_at=None,
+        )
 
     # the loop ------------------------------------------------------------------
 
@@ -414,15 +423,13 @@ class RunLoop:
         name = piece["name"]
         tool = self.tools.get(name or "")
         if tool is None:
-            raise ProviderError(f"The model called the unknown tool {name!r}.")
+            raise _model_error(f"The model called the unknown tool {name!r}.")
         try:
             inputs = json.loads(piece["args"]) if piece["args"].strip() else {}
         except json.JSONDecodeError as exc:
-            raise ProviderError(
-                f"The model sent invalid JSON arguments for tool {name!r}."
-            ) from exc
+            raise _model_error(f"The model sent invalid JSON arguments for tool {name!r}.") from exc
         if not isinstance(inputs, dict):
-            raise ProviderError(f"The model sent non-object arguments for tool {name!r}.")
+            raise _model_error(f"The model sent non-object arguments for tool {name!r}.")
         return {
             "id": piece["id"] or new_id("call"),
             "name": name,
@@ -470,6 +477,7 @@ class RunLoop:
         yield Activity(activity, "tool", {**status, "status": "running", "durationMs": 0})
         started = time.perf_counter()
         entry: ResultEntry
+        failed: Exception | None = None  # raised by a tool declared on_error="fail"
         interrupted = self.record.checkpoint.get("toolStarted") == call["id"]
         if interrupted and not (tool is not None and tool.idempotent):
             entry = {"error": INTERRUPTED_ERROR}  # it may have acted: never run it twice
@@ -485,7 +493,10 @@ class RunLoop:
                 ):
                     entry = {"result": _result_text(tool.execute(call["inputs"]))}
             except Exception as exc:  # a tool's failure is the model's to handle
-                entry = {"error": f"{type(exc).__name__}: {exc}"}
+                # (and the client's to show: never with a key in it)
+                entry = {"error": redact_keys(f"{type(exc).__name__}: {exc}")}
+                if tool is not None and tool.on_error == "fail":
+                    failed = exc  # unless the tool says it fails the run
         elapsed = round((time.perf_counter() - started) * 1000)
         accepted = self.record.accepted
         results = {**batches.results_of(accepted), call["id"]: entry}
@@ -496,6 +507,9 @@ class RunLoop:
         yield Activity(activity, "tool", {**status, "status": outcome, "durationMs": elapsed})
         info = batches.call_info(call, self.record.accepted, with_result=True)
         yield ToolResultChunk(info, self._batch()["messageId"])
+        if failed is not None:
+            message = f"The tool '{call['name']}' failed: {entry['error']}"
+            raise ToolFailedError(message, call["name"]) from failed
 
     def _settle_timeouts(self, batch: BatchJSON) -> None:
         accepted = self.record.accepted
@@ -519,6 +533,12 @@ class RunLoop:
         except StopRequestedError as stopped:
             self.stopped_meanwhile(stopped)
             self.stop()  # the calls it would have waited on are settled as stopped
+
+
+def _model_error(message: str) -> ProviderError:
+    """What the model sent cannot be used; said in relayline's own words, so its owner
+    may read them as they are."""
+    return ProviderError(message, advice=message)
 
 
 def _until_stopped(

@@ -16,6 +16,7 @@ from relayline.shared.chunks import InterruptEvent
 from relayline.shared.delivery import Channel, GuardedChannel
 from relayline.shared.errors import ConflictError, RelaylineError, RunFailedError
 from relayline.shared.events import ProtocolEvent
+from relayline.shared.failures import failure_code
 from relayline.shared.persistence.store import RunRecord
 from relayline.shared.protocols.adapter import StreamAdapter
 from relayline.shared.texts import RUN_FAILED
@@ -33,6 +34,7 @@ def state_of(record: RunRecord, message: str | None = None) -> RunState:
         interrupt=request_from_record(record),
         message=message,
         error=record.error,
+        error_code=failure_code(record.checkpoint.get("failure"), record.error),
     )
 
 

@@ -22,6 +22,7 @@ from relayline.shared.chunks import (
 )
 from relayline.shared.errors import DeliveryError, StreamAdapterError
 from relayline.shared.events import ProtocolEvent, StreamEvent
+from relayline.shared.failures import failure_of
 from relayline.shared.interrupts import InterruptRequest
 from relayline.shared.texts import RUN_FAILED
 
@@ -33,19 +34,20 @@ CHUNK_TYPES = (TextChunk, ReasoningChunk, ToolArgumentChunk, ToolCallChunk, Tool
 class StreamAdapter:
     """Base adapter. Subclasses override the ``on_*`` hooks they emit for."""
 
-    #: text put on the wire for any failure; never the exception's own message
+    #: the text of a failure whose reason the owner cannot act on (code ``internal``);
+    #: never the exception's own message, which may hold anything
     error_message = RUN_FAILED
 
-    def wire_error(self, exc: BaseException) -> tuple[str, str | None]:
-        """The message and code the client sees for ``exc``: a DeliveryError's own
-        (the run goes on and the client can act), else "The run failed." and the
-        exception's ``code`` attribute when it has a usable one."""
+    def wire_error(self, exc: BaseException) -> tuple[str, str]:
+        """The message and code the client sees for ``exc``: a DeliveryError's own (the
+        run goes on and the client can act), else why the run failed
+        (``relayline.shared.failures``: the owner's message and the failure code)."""
         if isinstance(exc, DeliveryError):
             return exc.message, exc.code
-        code = getattr(exc, "code", None)
-        if isinstance(code, int | str) and not isinstance(code, bool) and code not in (0, ""):
-            return self.error_message, str(code)
-        return self.error_message, None
+        failure = failure_of(exc)
+        if failure.code == "internal":
+            return self.error_message, failure.code
+        return failure.message, failure.code
 
     def __init__(self) -> None:
         self._mappers: dict[type, Mapper] = {}

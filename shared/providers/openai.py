@@ -2,24 +2,31 @@
 
 One streamed ``POST {base_url}/chat/completions`` per model call, read as server-sent
 events and turned into provider deltas. Every failure (HTTP status, network, timeout,
-a stream cut short, garbage on the wire) surfaces as :class:`ProviderError`, and no
-message ever contains the API key.
+a stream cut short, garbage on the wire) surfaces as :class:`ProviderError` with its
+failure code (``provider_auth`` for 401/403, ``model_not_found`` for a 404 about the
+model, ``provider_rate_limited``, ``provider_unreachable``, ``timeout``, else
+``provider_error``) and, for the common ones, advice naming what to set; no message ever
+contains the API key. ``preflight()`` finds a missing key and a base URL nobody listens
+at before the first call.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import socket
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import urllib3.exceptions
 
 from relayline.shared import jsonutil
-from relayline.shared.errors import ProviderError
+from relayline.shared.errors import FailureCode, ProviderError
+from relayline.shared.failures import redact_keys
 from relayline.shared.messages import Message
 from relayline.shared.providers.base import (
     ModelDelta,
@@ -29,7 +36,9 @@ from relayline.shared.providers.base import (
     ToolCallDelta,
     Usage,
 )
+from relayline.shared.providers.checks import ModelProblem, connection_cause, unreachable
 from relayline.shared.settings import Settings
+from relayline.shared.texts import PROVIDER_BROKE_OFF
 
 _NAME = "OpenAI-compatible provider"
 _CANCELLED = "call was cancelled: the run is stopping"
@@ -40,6 +49,8 @@ _STATUS_HINTS = {
     403: " (check the API key's permissions)",
     404: " (check base_url and the model name)",
 }
+#: the host of OpenAI's own API, which always needs a key (a local server may not)
+_OPENAI_HOST = "api.openai.com"
 
 
 class OpenAIProvider:
@@ -65,15 +76,36 @@ class OpenAIProvider:
         self._owns_session = session is None
         self._session = session if session is not None else requests.Session()
         self._extra_body = dict(extra_body or {})
+        #: what advice tells a person to set: the settings' variables (from_settings),
+        #: else the constructor's arguments
+        self._names = _ARGUMENTS
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAIProvider:
         """Configured by OPENAI_API_KEY, OPENAI_BASE_URL and RELAYLINE_MODEL."""
         if not settings.model:
             raise ValueError("Set RELAYLINE_MODEL to use the OpenAI-compatible provider.")
-        return cls(
+        provider = cls(
             settings.model, api_key=settings.openai_api_key, base_url=settings.openai_base_url
         )
+        provider._names = _VARIABLES
+        return provider
+
+    def preflight(self) -> list[ModelProblem]:
+        """What would fail every call, found without calling the model: no API key for
+        OpenAI's own API, nothing listening at the base URL."""
+        problems: list[ModelProblem] = []
+        if self._api_key is None and urlsplit(self.base_url).hostname == _OPENAI_HOST:
+            problems.append(
+                ModelProblem(
+                    "provider_auth",
+                    f"The OpenAI API at {self.base_url} needs an API key: set {self._names.key}.",
+                )
+            )
+        cause = unreachable(self.base_url)
+        if cause is not None:
+            problems.append(ModelProblem("provider_unreachable", self._unreachable_advice(cause)))
+        return problems
 
     def close(self) -> None:
         """Close the HTTP session if this provider created it."""
@@ -140,9 +172,8 @@ class OpenAIProvider:
         try:
             with response:
                 if not 200 <= response.status_code < 300:
-                    detail = _error_detail(response.content.decode("utf-8", errors="replace"))
-                    hint = _STATUS_HINTS.get(response.status_code, "")
-                    raise self._error(f"answered HTTP {response.status_code}{hint}: {detail}")
+                    body = response.content.decode("utf-8", errors="replace")
+                    raise self._http_error(url, response.status_code, body)
                 # chunk_size=None yields each chunk as it arrives instead of waiting to fill
                 # a buffer; bytes are decoded here because requests assumes Latin-1 for
                 # text/event-stream without a charset.
@@ -202,7 +233,8 @@ class OpenAIProvider:
         if not finished:
             raise self._error(
                 "ended the stream before the response was complete (no [DONE] and no "
-                "finish_reason): the connection was probably cut."
+                "finish_reason): the connection was probably cut.",
+                advice=PROVIDER_BROKE_OFF,
             )
 
     def _network_error(
@@ -213,15 +245,100 @@ class OpenAIProvider:
             isinstance(arg, urllib3.exceptions.TimeoutError) for arg in exc.args
         )
         if timed_out:
-            return self._error(f"at {url} timed out (timeout {self.timeout:g}s): {exc}")
+            advice = (
+                f"The model provider at {self.base_url} did not answer within "
+                f"{self.timeout:g} s: try again, or check that it is not overloaded."
+            )
+            text = f"at {url} timed out (timeout {self.timeout:g}s): {exc}"
+            return self._error(text, reason="timeout", advice=advice)
         if streaming:
-            return self._error(f"at {url} broke off the stream: {exc}")
-        return self._error(f"at {url} could not be reached: {exc}")
+            return self._error(f"at {url} broke off the stream: {exc}", advice=PROVIDER_BROKE_OFF)
+        advice = self._unreachable_advice(connection_cause(str(exc)))
+        text = f"at {url} could not be reached: {exc}"
+        return self._error(text, reason="provider_unreachable", advice=advice)
 
-    def _error(self, text: str) -> ProviderError:
+    def _http_error(self, url: str, status: int, body: str) -> ProviderError:
+        """The error of a refused call, with its failure code and what to set."""
+        detail = _error_detail(body)
+        text = f"answered HTTP {status}{_STATUS_HINTS.get(status, '')}: {detail}"
+        names = self._names
+        if status in (401, 403):
+            where = f"The model provider at {self.base_url}"
+            if self._api_key is None:
+                advice = f"{where} needs an API key (HTTP {status}): set {names.key}."
+            else:
+                advice = (
+                    f"{where} refused the API key (HTTP {status}): set {names.key} to a valid key."
+                )
+            return self._error(text, reason="provider_auth", advice=advice)
+        if status == 404 and _about_the_model(body, self.model):
+            advice = (
+                f"The model provider at {self.base_url} does not serve the model "
+                f"'{self.model}' (HTTP 404): set {names.model} to a model it serves."
+            )
+            return self._error(text, reason="model_not_found", advice=advice)
+        if status == 404:
+            advice = (
+                f"The model provider has no chat completions API at {url} (HTTP 404): check "
+                f"{names.base_url} (an OpenAI-compatible API usually ends in /v1)."
+            )
+            return self._error(text, advice=advice)
+        if status == 429:
+            advice = (
+                "The model provider refused the call for its rate or quota limits (HTTP "
+                f"429): try again later, or raise the account's limits. It said: {detail}"
+            )
+            return self._error(text, reason="provider_rate_limited", advice=advice)
+        if status >= 500:
+            advice = f"The model provider failed (HTTP {status}): try again in a moment."
+            return self._error(text, advice=advice)
+        return self._error(text)
+
+    def _unreachable_advice(self, cause: str) -> str:
+        return (
+            f"The model provider at {self.base_url} cannot be reached ({cause}): start it, "
+            f"or set {self._names.base_url} to where it listens."
+        )
+
+    def _error(
+        self, text: str, *, reason: FailureCode | None = None, advice: str | None = None
+    ) -> ProviderError:
         # Servers and proxies sometimes echo request headers back in error bodies.
-        message = f"{_NAME} {text}"
-        return ProviderError(message.replace(self._api_key, "***") if self._api_key else message)
+        secrets = (self._api_key,) if self._api_key else ()
+        message = redact_keys(f"{_NAME} {text}", secrets)
+        advice = redact_keys(advice, secrets) if advice is not None else None
+        return ProviderError(message, reason=reason, advice=advice)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Names:
+    """How advice names the key, the base URL and the model."""
+
+    key: str
+    base_url: str
+    model: str
+
+
+_VARIABLES = _Names("OPENAI_API_KEY", "OPENAI_BASE_URL", "RELAYLINE_MODEL")
+_ARGUMENTS = _Names(
+    "the api_key of the agent's OpenAIProvider",
+    "the base_url of the agent's OpenAIProvider",
+    "the model of the agent's OpenAIProvider",
+)
+
+
+def _about_the_model(body: str, model: str) -> bool:
+    """Whether a 404's body is about the model (OpenAI's ``model_not_found``, Ollama's
+    ``model "x" not found``), not about the path."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and error.get("code") == "model_not_found":
+        return True
+    text = _error_detail(body).lower()
+    return model.lower() in text or "model" in text
 
 
 def _shutdown(response: requests.Response) -> None:

@@ -10,7 +10,11 @@ pydantic-ai reads (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GOOGLE_API_KEY``
 
 Install with ``relayline[openai]``, ``relayline[anthropic]``, ``relayline[google]``, ...
 (``pydantic-ai-slim`` with that provider's SDK only). Every failure surfaces as
-:class:`ProviderError`, with the known keys replaced by ``***``.
+:class:`ProviderError`, with the known keys replaced by ``***``, its failure code
+(a missing SDK is ``provider_missing_extra``, a missing or refused key
+``provider_auth``, ...) and advice naming the provider's own variable to set.
+``preflight()`` finds a missing SDK, a missing key and a base URL nobody listens at
+before the first call.
 
 Provider state that must go back to the model verbatim (a thinking block's signature,
 Gemini's thought signatures on calls) is kept in the assistant message's ``meta`` under
@@ -28,7 +32,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from relayline.shared import jsonutil
-from relayline.shared.errors import ProviderError
+from relayline.shared.errors import FailureCode, ProviderError
+from relayline.shared.failures import redact_keys
 from relayline.shared.messages import Message
 from relayline.shared.providers.base import (
     MetaDelta,
@@ -39,7 +44,9 @@ from relayline.shared.providers.base import (
     ToolCallDelta,
     Usage,
 )
+from relayline.shared.providers.checks import ModelProblem, unreachable
 from relayline.shared.settings import Settings
+from relayline.shared.texts import PROVIDER_BROKE_OFF
 
 if TYPE_CHECKING:
     from pydantic_ai import messages as pai
@@ -49,10 +56,6 @@ if TYPE_CHECKING:
 #: the meta key of provider state replayed to the model with the message
 REPLAY_KEY = "replay"
 _EXCERPT_CHARS = 300
-#: bearer tokens and the usual key shapes, in case a server echoes one we do not know
-_KEY_PATTERNS = re.compile(
-    r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}|\b(sk|gsk|xai|AIza)[-_A-Za-z0-9]{12,}"
-)
 _STATUS_HINTS = {
     401: " (check the API key)",
     403: " (check the API key's permissions)",
@@ -68,6 +71,31 @@ _EXTRAS = {
     "bedrock": "bedrock",
     "cohere": "cohere",
 }
+#: the variable holding a provider prefix's key (advice names it)
+_KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google-gla": "GOOGLE_API_KEY",
+    "google": "GOOGLE_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "cohere": "CO_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "grok": "XAI_API_KEY",
+    "xai": "XAI_API_KEY",
+    "cerebras": "CEREBRAS_API_KEY",
+    "huggingface": "HF_TOKEN",
+    "bedrock": "AWS_BEARER_TOKEN_BEDROCK (or the AWS credentials)",
+}
+#: the variable holding a provider prefix's base URL
+_URL_VARIABLES = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "ollama": "OLLAMA_BASE_URL",
+}
+#: the variables pydantic-ai's own "set the `X` environment variable" names
+_NAMED_VARIABLE = re.compile(r"`([A-Z][A-Z0-9_]+)`")
 
 
 class PydanticAIProvider:
@@ -98,13 +126,32 @@ class PydanticAIProvider:
         self._lock = threading.Lock()
         self.model_settings = model_settings
         self._secrets = tuple(s for s in secrets if s and len(s) >= 4)
+        #: how advice names the model: RELAYLINE_MODEL when it came from there
+        self._model_name = "the model of the agent's PydanticAIProvider"
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PydanticAIProvider:
         """``RELAYLINE_MODEL=<provider>:<model>``; keys from the provider's own variables."""
         if not settings.model:
             raise ValueError("Set RELAYLINE_MODEL, e.g. 'openai:gpt-6.1-terra'.")
-        return cls(settings.model, secrets=settings.model_api_keys)
+        provider = cls(settings.model, secrets=settings.model_api_keys)
+        provider._model_name = "RELAYLINE_MODEL"
+        return provider
+
+    def preflight(self) -> list[ModelProblem]:
+        """What would fail every call, found without calling the model: the SDK not
+        installed, no key, an unknown model name, nothing listening at the base URL."""
+        try:
+            model = self.model()
+        except ProviderError as exc:
+            return [ModelProblem(exc.reason, exc.advice or exc.message)]
+        base_url = getattr(model, "base_url", None)
+        if not isinstance(base_url, str) or not base_url:
+            return []
+        cause = unreachable(base_url)
+        if cause is None:
+            return []
+        return [ModelProblem("provider_unreachable", self._unreachable_advice(base_url, cause))]
 
     @property
     def name(self) -> str:
@@ -133,11 +180,36 @@ class PydanticAIProvider:
             return infer_model(name)
         except ImportError as exc:
             extra = _EXTRAS.get(name.partition(":")[0], "openai")
+            missing = (
+                f"The model '{name}' needs its SDK, which is not installed: install "
+                f"relayline[{extra}] where relayline runs."
+            )
             raise self._error(
-                f"cannot load the SDK for {name!r}: install relayline[{extra}] ({exc})"
+                f"cannot load the SDK for {name!r}: install relayline[{extra}] ({exc})",
+                reason="provider_missing_extra",
+                advice=missing,
             ) from exc
         except Exception as exc:  # unknown prefix, missing key: configuration, said once
-            raise self._error(f"cannot use model {name!r}: {_describe(exc)}") from exc
+            reason, advice = self._configuration_advice(name, str(exc))
+            raise self._error(
+                f"cannot use model {name!r}: {_describe(exc)}", reason=reason, advice=advice
+            ) from exc
+
+    def _configuration_advice(self, name: str, text: str) -> tuple[FailureCode, str | None]:
+        """The code and advice of a model pydantic-ai refused to build."""
+        if "unknown model" in text.lower():
+            advice = (
+                f"The model name '{name}' is not one pydantic-ai knows: set {self._model_name} "
+                "to '<provider>:<model>', e.g. 'openai:gpt-6.1-terra'."
+            )
+            return "model_not_found", advice
+        named = _NAMED_VARIABLE.search(text)
+        if named is None:
+            return "provider_error", None
+        variable = named.group(1)
+        if variable.endswith("_URL"):
+            return "provider_unreachable", f"The model '{name}' needs {variable}: set it."
+        return "provider_auth", f"The model '{name}' needs an API key: set {variable}."
 
     # mapping ---------------------------------------------------------------------
 
@@ -191,14 +263,17 @@ class PydanticAIProvider:
             raise self._error("call was cancelled: the run is stopping")
         scope = _CancelScope()
         unregister = request.stop_signal.on_stop(scope.cancel) if request.stop_signal else _nothing
+        streamed = False  # a connection error after the first delta broke the stream off
         try:
-            yield from self._stream(request, scope)
+            for delta in self._stream(request, scope):
+                streamed = True
+                yield delta
         except ProviderError:
             raise
         except (Exception, asyncio.CancelledError) as exc:
             if scope.cancelled:
                 raise self._error("call was cancelled: the run is stopping") from exc
-            raise self._failure(exc) from exc
+            raise self._failure(exc, streamed=streamed) from exc
         finally:
             unregister()
 
@@ -267,7 +342,8 @@ class PydanticAIProvider:
         if _ended_early(model, final):
             raise self._error(
                 "got a stream that ended before the response was complete (no finish "
-                "reason): the connection was probably cut."
+                "reason): the connection was probably cut.",
+                advice=PROVIDER_BROKE_OFF,
             )
         yield Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
         replay = _replay_state(final)
@@ -276,7 +352,7 @@ class PydanticAIProvider:
 
     # errors ----------------------------------------------------------------------
 
-    def _failure(self, exc: BaseException) -> ProviderError:
+    def _failure(self, exc: BaseException, *, streamed: bool = False) -> ProviderError:
         try:
             from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
         except ImportError:  # pragma: no cover - the model could not have been built
@@ -285,18 +361,74 @@ class PydanticAIProvider:
             hint = _STATUS_HINTS.get(exc.status_code, "")
             where = " mid-stream" if getattr(exc, "in_stream", False) else ""
             detail = _excerpt(_body_text(exc.body)) or _describe(exc)
-            return self._error(f"answered HTTP {exc.status_code}{where}{hint}: {detail}")
+            text = f"answered HTTP {exc.status_code}{where}{hint}: {detail}"
+            reason, advice = self._status_advice(exc.status_code, detail)
+            return self._error(text, reason=reason, advice=advice)
         if isinstance(exc, UnexpectedModelBehavior):
             return self._error(f"got an unexpected response: {_excerpt(exc.message)}")
+        chain = _chain(exc)
+        kinds = {cls.__name__ for error in chain for cls in type(error).__mro__}
+        if kinds & _TIMEOUTS:
+            advice = f"The model provider for '{self.name}' did not answer in time: try again."
+            return self._error(f"failed: {_describe(exc)}", reason="timeout", advice=advice)
+        if kinds & _CONNECTION_ERRORS and streamed:
+            return self._error(f"broke off the stream: {_describe(exc)}", advice=PROVIDER_BROKE_OFF)
+        if kinds & _CONNECTION_ERRORS:
+            base_url = getattr(self._model, "base_url", None)
+            # The SDKs say only "Connection error."; a connection of our own says why, or
+            # that the server is there (then the call failed some other way).
+            cause = unreachable(base_url) if isinstance(base_url, str) and base_url else None
+            if cause is not None:
+                advice = self._unreachable_advice(str(base_url), cause)
+                return self._error(
+                    f"failed: {_describe(exc)}", reason="provider_unreachable", advice=advice
+                )
         return self._error(f"failed: {_describe(exc)}")
 
-    def _error(self, text: str) -> ProviderError:
-        return ProviderError(self._redact(f"pydantic-ai provider ({self.name}) {text}"))
+    def _status_advice(self, status: int, detail: str) -> tuple[FailureCode | None, str | None]:
+        """The code and advice of a call the provider refused with HTTP ``status``."""
+        if status in (401, 403):
+            key = _KEY_VARIABLES.get(self._prefix(), "the provider's API key variable")
+            return "provider_auth", (
+                f"The model provider refused the API key for '{self.name}' (HTTP {status}): "
+                f"set {key} to a valid key."
+            )
+        if status == 404 and "model" in detail.lower():
+            return "model_not_found", (
+                f"The model provider does not serve the model '{self.name}' (HTTP 404): set "
+                f"{self._model_name} to a model it serves."
+            )
+        if status == 429:
+            return "provider_rate_limited", (
+                "The model provider refused the call for its rate or quota limits (HTTP "
+                f"429): try again later, or raise the account's limits. It said: {detail}"
+            )
+        if status >= 500:
+            return None, f"The model provider failed (HTTP {status}): try again in a moment."
+        return None, None
+
+    def _unreachable_advice(self, base_url: str, cause: str) -> str:
+        variable = _URL_VARIABLES.get(self._prefix(), "the provider's base URL")
+        return (
+            f"The model provider for '{self.name}' at {base_url.rstrip('/')} cannot be "
+            f"reached ({cause}): "
+            f"start it, or set {variable} to where it listens."
+        )
+
+    def _prefix(self) -> str:
+        """The provider part of the model's name (``openai`` of ``openai-chat:...``)."""
+        prefix = self.name.partition(":")[0]
+        return "openai" if prefix.startswith("openai") else prefix
+
+    def _error(
+        self, text: str, *, reason: FailureCode | None = None, advice: str | None = None
+    ) -> ProviderError:
+        message = self._redact(f"pydantic-ai provider ({self.name}) {text}")
+        advice = self._redact(advice) if advice is not None else None
+        return ProviderError(message, reason=reason, advice=advice)
 
     def _redact(self, text: str) -> str:
-        for secret in (*self._secrets, *_model_keys(self._model)):
-            text = text.replace(secret, "***")
-        return _KEY_PATTERNS.sub(lambda m: (m.group(1) or "") + "***", text)
+        return redact_keys(text, (*self._secrets, *_model_keys(self._model)))
 
 
 class _CallState:
@@ -503,6 +635,23 @@ class _WatchedStream:
 
 def _nothing() -> None:
     return None
+
+
+#: exception classes (by name, in the chain of causes) of a model call that found
+#: nobody at the base URL, or nobody answering in time: pydantic-ai's categories, and
+#: the SDKs' and httpx's own for releases without them
+_CONNECTION_ERRORS = frozenset({"ModelConnectionError", "APIConnectionError", "ConnectError"})
+_TIMEOUTS = frozenset({"ModelTimeoutError", "APITimeoutError", "ConnectTimeout", "ReadTimeout"})
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes."""
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in found):
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
 
 
 def _model_keys(model: Model | None) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import requests
 
+from relayline.shared.texts import PROVIDER_FAILED
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of, frames
 from tests.support.stack import WebServer, fresh_env, running_stack
@@ -72,7 +73,8 @@ def test_an_approval_wait_ends_with_done_interrupted(web: WebServer) -> None:
 
 def test_a_failed_turn_ends_with_its_error_then_done_failed(web: WebServer) -> None:
     events = _post(web, "/api/threads/d-fail/messages", {"content": "explode"})
-    assert events[-2] == {"type": "error", "message": "The run failed."}
+    error = {"type": "error", "message": PROVIDER_FAILED, "code": "provider_error"}
+    assert events[-2] == error  # the provider's own words ("the model fell over") stay out
     assert events[-1] == _done("failed", _run_id(web, "d-fail"))
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import requests
 
+from relayline.shared.texts import PROVIDER_BROKE_OFF
 from tests.support.model_wire import (
     API_KEY,
     ModelWire,
@@ -139,6 +140,7 @@ def test_a_stream_cut_short_fails_the_run(turns: Turns) -> None:
     thread = f"pai-{turns.kind}-2"
     frames = turns.post(thread, "Tell me something")
     assert [f["type"] for f in frames[-2:]] == ["error", "done"]
-    assert frames[-2]["message"] == "The run failed." and frames[-1]["status"] == "failed"
+    assert frames[-2]["code"] == "provider_error" and frames[-1]["status"] == "failed"
+    assert frames[-2]["message"] == PROVIDER_BROKE_OFF
     run = turns.run(thread)
     assert run["status"] == "failed" and run["usage"] is None

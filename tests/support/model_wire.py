@@ -122,6 +122,11 @@ class ModelWire(ThreadingHTTPServer):
         with self._lock:
             self.replies.extend(replies)
 
+    def answer_with(self, *replies: Reply) -> None:
+        """Replace the queue: the next calls get ``replies`` (a test of a module-wide server)."""
+        with self._lock:
+            self.replies[:] = replies
+
     def take(self, received: Received) -> Reply:
         with self._lock:
             self.received.append(received)

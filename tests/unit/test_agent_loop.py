@@ -25,6 +25,7 @@ from relayline.shared.persistence import Store
 from relayline.shared.protocols.agui.translator import AGUIInputTranslator
 from relayline.shared.protocols.native import NativeAdapter
 from relayline.shared.providers import ScriptedProvider
+from relayline.shared.texts import PROVIDER_FAILED
 from tests.support.agents import build_spec, count
 
 
@@ -184,11 +185,11 @@ def test_unknown_tool_and_provider_error_fail_the_run(sqlite_store: Store) -> No
             frames.append(frame)
     run_id = frames[-1].data["runId"]
     assert frames[-2:] == [
-        ProtocolEvent("error", {"message": "The run failed."}),
+        ProtocolEvent("error", {"message": PROVIDER_FAILED, "code": "provider_error"}),
         ProtocolEvent("done", {"status": "failed", "runId": run_id}),
     ]
     assert run_id == agent.inspect().run_id  # type: ignore[union-attr]
-    assert "model down" not in str([f.to_json() for f in frames])
+    assert "model down" not in str([f.to_json() for f in frames])  # the provider's own text
     # A failed run does not hold the thread: the next turn runs.
     spec_ok = AgentSpec(provider=scripted({"text": "fine"}))
     assert Agent("down", spec_ok, sqlite_store).run("again").status == "completed"

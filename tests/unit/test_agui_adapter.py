@@ -32,6 +32,7 @@ from relayline.shared.persistence import Store
 from relayline.shared.protocols.agui import AGUIAdapter
 from relayline.shared.protocols.agui.translator import AGUIInputTranslator
 from relayline.shared.providers import ScriptedProvider
+from relayline.shared.texts import PROVIDER_FAILED
 from tests.support.agents import build_spec, count
 from tests.support.agui import (
     CONFIRMATION,
@@ -204,16 +205,16 @@ def test_portable_events_and_unsupported_ones() -> None:
         adapter.transform(Unknown())
 
 
-def test_error_is_neutral_with_a_string_code_and_idempotent() -> None:
+def test_an_unknown_error_is_neutral_with_code_internal_and_idempotent() -> None:
     class Unavailable(Exception):
-        code = 503
+        code = 503  # an exception's own code is not a reason the client can act on
 
     adapter = AGUIAdapter("t", "r")
     events = adapter.start() + adapter.transform(TextChunk("m1", "Part"))
     events += adapter.error(Unavailable("upstream said: secret detail"))
     assert checked(events)[-2:] == [
         {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
-        {"type": "RUN_ERROR", "message": "The run failed.", "code": "503"},
+        {"type": "RUN_ERROR", "message": "The run failed.", "code": "internal"},
     ]
     assert adapter.error(RuntimeError()) == [] and adapter.end() == []
     assert adapter.transform(TextChunk("m1", "more")) == []
@@ -493,7 +494,9 @@ def test_failure_before_output_reaches_pull_and_push_as_run_error(sqlite_store: 
     wire, failure = collect(agent.stream("hi"))
     assert failure is not None
     assert types(wire) == ["RUN_STARTED", "RUN_ERROR"]
-    assert wire[-1] == {"type": "RUN_ERROR", "message": "The run failed."}
+    # the failure's code and a neutral text (the provider's own may name its hosts),
+    # pulled and pushed alike
+    assert wire[-1] == {"type": "RUN_ERROR", "message": PROVIDER_FAILED, "code": "provider_error"}
     assert [e.to_json() for e in pushed] == wire
     assert "model down" not in json.dumps(wire)
 

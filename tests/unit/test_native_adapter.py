@@ -201,16 +201,16 @@ def test_interrupt_nests_an_approval_request() -> None:
     assert event.to_json()["type"] == "interrupt"
 
 
-def test_error_is_neutral_and_overridable() -> None:
+def test_an_unknown_error_is_neutral_and_overridable() -> None:
     assert NativeAdapter().error(RuntimeError("secret database password")) == [
-        ProtocolEvent("error", {"message": "The run failed."})
+        ProtocolEvent("error", {"message": "The run failed.", "code": "internal"})
     ]
 
     class Friendly(NativeAdapter):
         error_message = "Something went wrong, try again."
 
     assert Friendly().error(RuntimeError("x")) == [
-        ProtocolEvent("error", {"message": "Something went wrong, try again."})
+        ProtocolEvent("error", {"message": "Something went wrong, try again.", "code": "internal"})
     ]
 
 
@@ -328,7 +328,14 @@ def test_the_terminal_carries_the_runs_usage_once_reported() -> None:
     usage = {"input": 120, "output": 30}
     for terminal, expected in [
         ("end", [ProtocolEvent("finish", {"usage": usage})]),
-        ("error", [ProtocolEvent("error", {"message": "The run failed.", "usage": usage})]),
+        (
+            "error",
+            [
+                ProtocolEvent(
+                    "error", {"message": "The run failed.", "code": "internal", "usage": usage}
+                )
+            ],
+        ),
     ]:
         adapter = NativeAdapter()
         assert adapter.transform(RunUsage({"input": 100, "output": 20})) == []
@@ -358,7 +365,7 @@ def test_a_segment_of_a_run_ends_with_done_naming_how() -> None:
     assert interrupt.type == "interrupt" and last == done("interrupted")
     assert bound().stopped() == [ProtocolEvent("cancelled", {"reason": "user"}), done("cancelled")]
     assert bound("run_9").error(RuntimeError("x")) == [
-        ProtocolEvent("error", {"message": "The run failed."}),
+        ProtocolEvent("error", {"message": "The run failed.", "code": "internal"}),
         done("failed", "run_9"),
     ]
     assert done("completed").to_json() == {"type": "done", "status": "completed", "runId": "run_1"}

@@ -488,5 +488,159 @@ def test_http_error_fails_the_run_with_the_status(
     store = Store(f"sqlite:///{tmp_path / 'a.db'}")
     state = Agent("oa", AgentSpec(provider=make_provider()), store).run("Hi")
     assert state.status == "failed"
-    assert state.error is not None and "HTTP 503" in state.error and "overloaded" in state.error
+    assert state.error == "The model provider failed (HTTP 503): try again in a moment."
+    assert state.error_code == "provider_error"
     store.dispose()
+
+
+# Failure reasons: the code a failed run reports and what its owner is told to set --------
+
+OPENAI_401 = json.dumps(
+    {
+        "error": {
+            "message": f"Incorrect API key provided: {API_KEY}. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_api_key",
+        }
+    }
+)
+OPENAI_404_MODEL = json.dumps(
+    {
+        "error": {
+            "message": "The model `gpt-nope` does not exist or you do not have access to it.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "model_not_found",
+        }
+    }
+)
+OLLAMA_404_MODEL = '{"error":"model \\"llama9\\" not found, try pulling it first"}'
+
+
+def from_settings(server: FakeOpenAI, **settings: Any) -> OpenAIProvider:
+    from relayline.shared.settings import Settings
+
+    options: dict[str, Any] = {
+        "model": "gpt-nope",
+        "openai_api_key": API_KEY,
+        "openai_base_url": server.base_url,
+    }
+    options.update(settings)
+    return OpenAIProvider.from_settings(Settings(**options))
+
+
+@pytest.mark.parametrize(
+    ("code", "body", "reason", "advice"),
+    [
+        (
+            401,
+            OPENAI_401,
+            "provider_auth",
+            "refused the API key (HTTP 401): set OPENAI_API_KEY to a valid key.",
+        ),
+        (
+            403,
+            OPENAI_401,
+            "provider_auth",
+            "refused the API key (HTTP 403): set OPENAI_API_KEY to a valid key.",
+        ),
+        (
+            404,
+            OPENAI_404_MODEL,
+            "model_not_found",
+            "does not serve the model 'gpt-nope' (HTTP 404): set RELAYLINE_MODEL to a model it serves.",
+        ),
+        (404, OLLAMA_404_MODEL, "model_not_found", "set RELAYLINE_MODEL to a model it serves."),
+        (
+            404,
+            "404 page not found",
+            "provider_error",
+            "(HTTP 404): check OPENAI_BASE_URL (an OpenAI-compatible API usually ends in /v1).",
+        ),
+        (
+            429,
+            '{"error": {"message": "You exceeded your current quota.", "code": "insufficient_quota"}}',
+            "provider_rate_limited",
+            "It said: You exceeded your current quota.",
+        ),
+    ],
+)
+def test_a_refused_call_says_why_and_what_to_set(
+    server: FakeOpenAI, code: int, body: str, reason: str, advice: str
+) -> None:
+    server.reply = status(code, body)
+    provider = from_settings(server)
+    _, error = collect_until_error(provider)
+    assert error.reason == reason
+    assert error.advice is not None and error.advice.endswith(advice), error.advice
+    assert API_KEY not in error.advice and API_KEY not in error.message
+
+
+def test_advice_names_the_constructor_arguments_when_no_setting_was_used(
+    server: FakeOpenAI, make_provider: Any
+) -> None:
+    server.reply = status(401, OPENAI_401)
+    _, error = collect_until_error(make_provider())
+    assert error.reason == "provider_auth"
+    assert error.advice == (
+        f"The model provider at {server.base_url} refused the API key (HTTP 401): set the "
+        "api_key of the agent's OpenAIProvider to a valid key."
+    )
+
+
+def test_no_key_at_all_is_said_as_a_missing_key(server: FakeOpenAI) -> None:
+    server.reply = status(401, '{"error": {"message": "You didn\'t provide an API key."}}')
+    _, error = collect_until_error(from_settings(server, openai_api_key=None))
+    assert error.advice == (
+        f"The model provider at {server.base_url} needs an API key (HTTP 401): set OPENAI_API_KEY."
+    )
+
+
+def test_a_server_nobody_listens_at_is_provider_unreachable_naming_the_base_url() -> None:
+    from relayline.shared.settings import Settings
+
+    with socket.socket() as sock:  # bound, never listening: connections are refused
+        sock.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        settings = Settings(model="llama3.1", openai_base_url=base_url)
+        provider = OpenAIProvider.from_settings(settings)
+        with pytest.raises(ProviderError) as caught:
+            collect(provider)
+        assert caught.value.reason == "provider_unreachable"
+        assert caught.value.advice == (
+            f"The model provider at {base_url} cannot be reached (connection refused): start "
+            "it, or set OPENAI_BASE_URL to where it listens."
+        )
+        [problem] = provider.preflight()  # found before any call, the same words
+        assert problem.code == "provider_unreachable"
+        assert problem.message == (
+            f"The model provider at {base_url} cannot be reached (connection refused at "
+            f"127.0.0.1:{sock.getsockname()[1]}): start it, or set OPENAI_BASE_URL to where "
+            "it listens."
+        )
+
+
+def test_a_call_that_times_out_is_timeout(server: FakeOpenAI, make_provider: Any) -> None:
+    server.reply = stall_before_headers
+    _, error = collect_until_error(make_provider(timeout=0.3))
+    assert error.reason == "timeout"
+    assert error.advice is not None and "did not answer within 0.3 s" in error.advice
+
+
+def test_a_stream_broken_off_is_a_provider_error_saying_so(
+    server: FakeOpenAI, make_provider: Any
+) -> None:
+    server.reply = streamed(FIRST_WORDS, cut=True)
+    _, error = collect_until_error(make_provider())
+    assert error.reason == "provider_error"
+    assert (
+        error.advice == "The model provider's answer broke off before it was complete: try again."
+    )
+    assert server.base_url not in error.advice  # the host stays in the operator's log
+
+
+def test_preflight_of_a_listening_server_with_a_key_finds_nothing(server: FakeOpenAI) -> None:
+    assert from_settings(server).preflight() == []
+    assert server.received == []  # no model call, not even a request

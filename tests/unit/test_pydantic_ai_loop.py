@@ -19,6 +19,7 @@ from relayline.shared.events import ProtocolEvent
 from relayline.shared.persistence import Store
 from relayline.shared.protocols.native import NativeAdapter
 from relayline.shared.providers import PydanticAIProvider
+from relayline.shared.texts import PROVIDER_FAILED
 
 SECRET = "sk-live-abcdefghijklmnop0123"
 
@@ -225,15 +226,16 @@ def test_a_provider_error_mid_stream_fails_the_run_without_the_key(sqlite_store:
             events.append(event)
     assert "".join(e.data["content"] for e in events if e.type == "text") == "Half an ans"
     error, done = events[-2:]
-    assert error.type == "error" and error.data["message"] == "The run failed."
+    assert error.type == "error" and error.data["code"] == "provider_error"
+    assert error.data["message"] == PROVIDER_FAILED
     assert done.type == "done" and done.data["status"] == "failed"
     # the first call's usage is the run's so far, on the terminal and on the run
     record = agent.inspect()
     assert record is not None and record.status == "failed"
     assert error.data["usage"] == record.checkpoint["usage"]
-    assert record.error is not None
-    assert "upstream reset" in record.error and SECRET not in record.error
-    assert "***" in record.error
+    assert record.error == PROVIDER_FAILED
+    detail = record.checkpoint["failure"]["detail"]  # what the operator reads
+    assert "upstream reset" in detail and SECRET not in detail and "***" in detail
 
 
 def test_test_model_drives_a_tool_call_and_an_answer(sqlite_store: Store) -> None:

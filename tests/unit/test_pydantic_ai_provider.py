@@ -382,3 +382,109 @@ def test_the_keys_in_the_environment_are_never_in_an_error() -> None:
     assert secret not in repr(settings)
     provider = PydanticAIProvider.from_settings(settings)
     assert provider._redact(f"echo {secret} back") == "echo *** back"
+
+
+# failure reasons and the preflight -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(MODELS))
+def test_a_refused_key_is_provider_auth_naming_the_providers_variable(
+    wire: ModelWire, kind: str
+) -> None:
+    body = f'{{"error": {{"message": "Incorrect API key provided: {API_KEY}", "type": "x"}}}}'
+    wire.queue(Reply([], status=401, body=body))
+    with pytest.raises(ProviderError) as caught:
+        collect(MODELS[kind](wire))
+    variable = "OPENAI_API_KEY" if kind == "openai" else "ANTHROPIC_API_KEY"
+    assert caught.value.reason == "provider_auth"
+    assert caught.value.advice is not None
+    assert caught.value.advice.endswith(f"(HTTP 401): set {variable} to a valid key.")
+    assert API_KEY not in caught.value.advice
+
+
+def test_a_model_the_server_does_not_serve_is_model_not_found(wire: ModelWire) -> None:
+    body = (
+        '{"error": {"message": "The model `gpt-relayline-test` does not exist or you do not '
+        'have access to it.", "type": "invalid_request_error", "code": "model_not_found"}}'
+    )
+    wire.queue(Reply([], status=404, body=body))
+    with pytest.raises(ProviderError) as caught:
+        collect(openai_model(wire))
+    assert caught.value.reason == "model_not_found"
+    assert caught.value.advice == (
+        "The model provider does not serve the model 'openai:gpt-relayline-test' (HTTP 404): "
+        "set the model of the agent's PydanticAIProvider to a model it serves."
+    )
+
+
+def closed_port() -> Iterator[str]:
+    """A base URL whose port is bound and never listening: connections are refused."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+@pytest.fixture
+def closed_url() -> Iterator[str]:
+    yield from closed_port()
+
+
+def test_nobody_at_the_base_url_is_provider_unreachable_found_before_any_call(
+    closed_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", closed_url)
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    settings = Settings.from_env({"RELAYLINE_MODEL": "openai:gpt-relayline-test"})
+    provider = PydanticAIProvider.from_settings(settings)
+    [problem] = provider.preflight()
+    assert problem.code == "provider_unreachable"
+    assert problem.message.startswith(
+        f"The model provider for 'openai:gpt-relayline-test' at {closed_url}"
+    )
+    assert problem.message.endswith("start it, or set OPENAI_BASE_URL to where it listens.")
+    with pytest.raises(ProviderError) as caught:  # and a call says the same
+        collect(provider)
+    assert caught.value.reason == "provider_unreachable"
+    assert caught.value.advice == problem.message
+
+
+@pytest.mark.parametrize(
+    ("model", "code", "says"),
+    [
+        # the SDK of the provider prefix is not installed (dev installs openai, anthropic)
+        (
+            "groq:llama-relayline-test",
+            "provider_missing_extra",
+            "The model 'groq:llama-relayline-test' needs its SDK, which is not installed: "
+            "install relayline[groq] where relayline runs.",
+        ),
+        (
+            "anthropic:claude-relayline-test",
+            "provider_auth",
+            "The model 'anthropic:claude-relayline-test' needs an API key: set ANTHROPIC_API_KEY.",
+        ),
+        (
+            "opnai:gpt-relayline-test",
+            "model_not_found",
+            "The model name 'opnai:gpt-relayline-test' is not one pydantic-ai knows: set "
+            "RELAYLINE_MODEL to '<provider>:<model>', e.g. 'openai:gpt-6.1-terra'.",
+        ),
+    ],
+)
+def test_a_model_that_cannot_be_built_is_found_by_the_preflight_and_by_a_call(
+    model: str, code: str, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    provider = PydanticAIProvider.from_settings(Settings(model=model))
+    assert [(p.code, p.message) for p in provider.preflight()] == [(code, says)]
+    with pytest.raises(ProviderError) as caught:
+        collect(provider)
+    assert (caught.value.reason, caught.value.advice) == (code, says)
+
+
+def test_preflight_of_a_listening_server_finds_nothing_and_calls_no_model(wire: ModelWire) -> None:
+    assert openai_model(wire).preflight() == []
+    assert wire.received == []

@@ -6,6 +6,7 @@ import pytest
 from relayline.cli import main
 from relayline.shared.agent import AgentSpec
 from relayline.shared.auth import mint, mint_token, verify_token
+from relayline.shared.errors import AgentUnavailableError
 from relayline.shared.registry import AgentRegistry, load_factory
 from relayline.shared.settings import Settings
 
@@ -37,8 +38,35 @@ def test_bad_factories_are_explained(target: str, message: str) -> None:
 
 
 def test_factory_must_return_a_spec() -> None:
-    with pytest.raises(TypeError, match="must return an AgentSpec"):
+    with pytest.raises(AgentUnavailableError, match="must return an AgentSpec") as caught:
         AgentRegistry({"default": "relayline.shared.settings:Settings"}).spec()
+    assert isinstance(caught.value.__cause__, TypeError)
+
+
+@pytest.mark.parametrize(
+    ("agent_id", "target", "says"),
+    [
+        # a typo in RELAYLINE_AGENT
+        ("default", "relayline.demoo:build", "No module named 'relayline.demoo'"),
+        # an import error inside the agent's module
+        ("helper", "tests.support.broken_agent:spec", "No module named 'an_sdk_nobody_installed'"),
+        # a factory that raises
+        ("helper", "tests.support.failure_agents:raising", "RuntimeError: the factory fell over"),
+    ],
+)
+def test_an_agent_that_cannot_be_loaded_names_its_setting(
+    agent_id: str, target: str, says: str
+) -> None:
+    registry = AgentRegistry({agent_id: target})
+    variable = "RELAYLINE_AGENT" if agent_id == "default" else "RELAYLINE_AGENTS"
+    with pytest.raises(AgentUnavailableError) as caught:
+        registry.spec(agent_id)
+    message = caught.value.message
+    assert message.startswith(f"The agent '{agent_id}' cannot be loaded from {variable} ({target})")
+    assert says in message and message.endswith(f"Fix {variable} or the agent's module.")
+    assert caught.value.reason == "agent_unavailable"
+    with pytest.raises(AgentUnavailableError):  # not cached: the next use tries again
+        registry.spec(agent_id)
 
 
 SECRET = "a-secret-key-of-at-least-32-characters"

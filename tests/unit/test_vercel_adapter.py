@@ -32,6 +32,7 @@ from relayline.shared.interrupts import ApprovalRequest, PendingCall, ToolResult
 from relayline.shared.persistence import Store
 from relayline.shared.protocols.vercel import VercelAIAdapter
 from relayline.shared.protocols.vercel.translator import VercelAIInputTranslator
+from relayline.shared.texts import PROVIDER_FAILED
 from tests.support.agents import build_spec, count
 from tests.support.vercel import (
     FAILED,
@@ -557,9 +558,10 @@ def test_failure_before_and_after_output(sqlite_store: Store, vercel_schema: Ver
                 pulled.append(frame)
         frames = client.receive(pulled)
         assert pushed[-len(pulled) :] == pulled  # the same frames reach push consumers
-        assert frames[-1] == FAILED and "finish" not in kinds(frames)
-        assert "model down" not in json.dumps(frames)
-        assert client.errors == ["The run failed."]
+        # errorText only: the provider failed (its own text stays in the operator's log)
+        assert frames[-1] == {"type": "error", "errorText": PROVIDER_FAILED}
+        assert "finish" not in kinds(frames) and "model down" not in json.dumps(frames)
+        assert client.errors == [PROVIDER_FAILED]
         if step.get("text"):
             assert kinds(frames)[-3:] == ["text-delta", "text-end", "error"]
         else:

@@ -122,10 +122,7 @@ class AGUIAdapter(StreamAdapter):
 
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
         message, code = self.wire_error(exc)
-        data: dict[str, Any] = {"message": message}
-        if code is not None:
-            data["code"] = code
-        return [*self._close_open(), ProtocolEvent("RUN_ERROR", data)]
+        return [*self._close_open(), ProtocolEvent("RUN_ERROR", {"message": message, "code": code})]
 
     def on_interrupt(self, request: InterruptRequest) -> list[ProtocolEvent]:
         events = self._close_open()

@@ -96,5 +96,5 @@ class NativeAdapter(StreamAdapter):
 
     def on_error(self, exc: BaseException) -> list[ProtocolEvent]:
         message, code = self.wire_error(exc)
-        data = {"message": message} if code is None else {"message": message, "code": code}
+        data = {"message": message, "code": code}
         return [ProtocolEvent("error", self._with_usage(data)), *self._done_frame("failed")]

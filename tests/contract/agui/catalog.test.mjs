@@ -76,7 +76,8 @@ test('J178 a call to a tool nobody declared fails the run with RUN_ERROR', async
   assert.equal(run.error, null, 'runAgent resolves on RUN_ERROR');
   assert.equal(run.types[0], 'RUN_STARTED');
   assert.equal(run.types.at(-1), 'RUN_ERROR');
-  assert.equal(run.runError.message, 'The run failed.');
+  assert.equal(run.runError.message, "The model called the unknown tool 'ghost_tool'.");
+  assert.equal(run.framesOf('RUN_ERROR')[0].code, 'provider_error');
   assert.deepEqual(run.startedCalls, [], 'the unknown call never reaches the page');
   assert.equal(tab.executions().length, 0);
   assert.equal((await threadRun(threadId)).status, 'failed');

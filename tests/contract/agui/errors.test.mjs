@@ -55,11 +55,18 @@ test('J168 a backend tool error: the frame has content and error, the page keeps
 test('J176 an error before streaming rejects the run with the HTTP error and records nothing', async () => {
   const threadId = newThreadId(176);
 
-  // A named agent whose factory fails: a server error before any header.
+  // A named agent whose factory fails: 503 before any header, saying which setting.
   const broken = new Tab({ threadId, path: '/agent/broken' });
   const failed = await broken.say('Hello broken agent');
-  assertRefused(failed, 500, 'The server could not handle the request.');
-  assert.equal(failed.error.payload.type, 'InternalError');
+  assertRefused(
+    failed,
+    503,
+    "The agent 'broken' cannot be loaded from RELAYLINE_AGENTS " +
+      '(tests.support.agents_contract:broken_spec): RuntimeError: ' +
+      "The 'broken' agent is not registered with any provider. " +
+      "Fix RELAYLINE_AGENTS or the agent's module.",
+  );
+  assert.equal(failed.error.payload.type, 'AgentUnavailableError');
   assert.equal(failed.runError, null, 'no RUN_ERROR: the run never started');
   assert.equal(failed.failures.length, 1, 'the client reports the failed run');
 
@@ -75,7 +82,7 @@ test('J176 an error before streaming rejects the run with the HTTP error and rec
   assert.deepEqual((await reload(threadId)).messages, tab.messages, 'reasoning ids included');
 });
 
-test('J177 an error after streaming: RUN_ERROR "The run failed.", the run failed, the next message runs', async () => {
+test('J177 an error after streaming: RUN_ERROR says the provider failed (code provider_error), the run failed, the next message runs', async () => {
   const threadId = newThreadId(177);
   const tab = new Tab({ threadId });
 
@@ -90,9 +97,10 @@ test('J177 an error after streaming: RUN_ERROR "The run failed.", the run failed
   assert.equal(run.types.at(-1), 'RUN_ERROR');
   assert.ok(run.types.indexOf('TEXT_MESSAGE_END') < run.types.indexOf('RUN_ERROR'));
   assert.equal(run.text, 'Partial answer that never completes.');
-  assert.equal(run.runError.message, 'The run failed.');
+  const failed = 'The model provider failed to answer: try again in a moment.';
+  assert.equal(run.runError.message, failed);
   const [raw] = run.framesOf('RUN_ERROR');
-  assert.deepEqual(raw, { type: 'RUN_ERROR', message: 'The run failed.' }, 'neutral text only');
+  assert.deepEqual(raw, { type: 'RUN_ERROR', message: failed, code: 'provider_error' }, 'the reason and its code');
   assert.ok(!JSON.stringify(run.frames).includes('upstream exploded'), 'no internal detail leaks');
 
   assert.equal((await threadRun(threadId)).status, 'failed');

@@ -121,8 +121,8 @@ test('J187 an unmounted tool is absent from the next request, and a model call t
   assert.equal(turn.runs, 1);
   assert.deepEqual(
     turn.of('RUN_ERROR').map((event) => event.message),
-    ['The run failed.'],
-    'the user sees the run fail',
+    ["The model called the unknown tool 'pick_color'."],
+    'the user sees the run fail, and why',
   );
   assert.deepEqual(
     turn.errors.map((error) => error.code),

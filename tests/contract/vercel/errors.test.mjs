@@ -64,13 +64,13 @@ test('J186 an error before headers (409) is a chat error; the pending approval i
   await assertStoredAsShown(tab, threadId, done);
 });
 
-test('J186 an error after headers: the error part sets status error with neutral text; the next message works', async (t) => {
+test('J186 an error after headers: the error part sets status error saying the provider failed; the next message works', async (t) => {
   const { threadId, tab } = await openTab(t, 'failed');
   await tab.send('Please fail after text');
 
   await tab.waitForIdle(1, 'error');
   const alert = tab.page.getByRole('alert');
-  assert.equal(await alert.locator('p').textContent(), 'The run failed.');
+  assert.equal(await alert.locator('p').textContent(), 'The model provider failed to answer: try again in a moment.');
   assert.equal(await alert.getAttribute('data-http-status'), '', 'not an HTTP error');
   assert.equal(await tab.lastAnswer(), 'Partial answer that never completes.', 'the partial answer stays');
   const html = await tab.page.content();

@@ -159,7 +159,7 @@ test(`${KIND}: a backend tool call split over many deltas, its result streamed, 
   await assertNoKey(run, threadId);
 });
 
-test(`${KIND}: a stream cut short is RUN_ERROR "The run failed.", a failed run, no leak; the next turn runs`, async () => {
+test(`${KIND}: a stream cut short is RUN_ERROR saying so (provider_error), a failed run, no leak; the next turn runs`, async () => {
   const threadId = newThreadId('cut');
   const received = await script({ text: ['Half ', 'an ', 'answer'], cut: true });
   const tab = new Tab({ threadId });
@@ -171,9 +171,9 @@ test(`${KIND}: a stream cut short is RUN_ERROR "The run failed.", a failed run, 
   assert.deepEqual(run.types.filter((t) => t.startsWith('RUN_')), ['RUN_STARTED', 'RUN_ERROR'], 'no RUN_FINISHED');
   assert.equal(run.types.at(-1), 'RUN_ERROR');
   assert.ok('Half an answer'.startsWith(run.text), `streamed before the cut: '${run.text}'`);
-  assert.equal(run.runError.message, 'The run failed.');
+  assert.equal(run.runError.message, "The model provider's answer broke off before it was complete: try again.");
   const [raw] = run.framesOf('RUN_ERROR');
-  assert.deepEqual(raw, { type: 'RUN_ERROR', message: 'The run failed.' }, 'the neutral text only');
+  assert.deepEqual(raw, { type: 'RUN_ERROR', message: run.runError.message, code: 'provider_error' }, 'the reason and its code');
   const frames = JSON.stringify(run.frames);
   for (const detail of ['127.0.0.1', 'chunked', 'ProviderError', 'Traceback']) {
     assert.ok(!frames.includes(detail), `'${detail}' reached the page`);
