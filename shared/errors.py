@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final, Literal, TypedDict
+from typing import Final, Literal, TypedDict, cast, get_args
 
 
 class RefusalDetails(TypedDict, total=False):
@@ -66,19 +66,7 @@ FailureCode = Literal[
     "agent_unavailable",
     "internal",
 ]
-FAILURE_CODES: Final[tuple[FailureCode, ...]] = (
-    "provider_auth",
-    "provider_unreachable",
-    "provider_missing_extra",
-    "model_not_found",
-    "provider_rate_limited",
-    "provider_error",
-    "tool_failed",
-    "step_limit",
-    "timeout",
-    "agent_unavailable",
-    "internal",
-)
+FAILURE_CODES: Final = cast(tuple[FailureCode, ...], get_args(FailureCode))
 
 
 class RelaylineError(Exception):

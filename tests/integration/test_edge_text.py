@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from relayline.shared.persistence import Store
-from tests.support.postgres import fresh_database
+from tests.support.postgres import database_of
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import WebServer, running_stack, stack_env
 
@@ -331,13 +331,11 @@ def stack(
     redis_databases: RedisDatabases,
 ) -> Iterator[Stack]:
     counts = tmp_path_factory.mktemp("edge")
-    with redis_databases.database(f"edge text ({request.param})") as redis_url:
-        if request.param == "sqlite":
-            yield from _stack(f"sqlite:///{counts / 'db.sqlite'}", counts, redis_url)
-        else:
-            admin = request.getfixturevalue("postgres_admin_url")
-            with fresh_database(admin) as url:
-                yield from _stack(url, counts, redis_url)
+    with (
+        redis_databases.database(f"edge text ({request.param})") as redis_url,
+        database_of(request, counts) as url,
+    ):
+        yield from _stack(url, counts, redis_url)
 
 
 def _stack(database_url: str, counts: Path, redis_url: str) -> Iterator[Stack]:

@@ -26,7 +26,7 @@ import requests
 
 from relayline.shared.persistence import Store
 from tests.support.agents import count
-from tests.support.postgres import fresh_database
+from tests.support.postgres import database_of
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import frames
 from tests.support.stack import running_stack, stack_env
@@ -67,13 +67,11 @@ def stack(
     redis_databases: RedisDatabases,
 ) -> Iterator[Stack]:
     counts = tmp_path_factory.mktemp("races")
-    with redis_databases.database(f"races ({request.param})") as redis_url:
-        if request.param == "sqlite":
-            yield from _stack(f"sqlite:///{counts / 'db.sqlite'}", counts, redis_url)
-        else:
-            admin = request.getfixturevalue("postgres_admin_url")
-            with fresh_database(admin) as url:
-                yield from _stack(url, counts, redis_url)
+    with (
+        redis_databases.database(f"races ({request.param})") as redis_url,
+        database_of(request, counts) as url,
+    ):
+        yield from _stack(url, counts, redis_url)
 
 
 def _stack(database_url: str, counts: Path, redis_url: str) -> Iterator[Stack]:

@@ -12,7 +12,9 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 LOCAL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -107,3 +109,14 @@ def fresh_database(admin_url: str) -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@contextmanager
+def database_of(request: pytest.FixtureRequest, folder: Path) -> Iterator[str]:
+    """The database a fixture parametrized with ``"sqlite"``/``"postgresql"`` asks for:
+    a SQLite file in ``folder``, or a fresh database on the session's PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{folder / 'db.sqlite'}"
+        return
+    with fresh_database(request.getfixturevalue("postgres_admin_url")) as url:
+        yield url
