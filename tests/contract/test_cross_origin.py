@@ -19,7 +19,7 @@ from flask import Flask, request, session
 
 from relayline import Relayline
 from relayline.shared.auth import mint_token
-from tests.support import vite_page
+from tests.support import contract_pages
 from tests.support.host_app import HostServer
 from tests.support.node_suites import NPM_CI_TIMEOUT, install_node_packages, run_node_tests
 from tests.support.redis_server import RedisDatabases
@@ -75,7 +75,7 @@ def pages(node: str) -> Path:
             pytrace=False,
         )
     install_node_packages(PAGES_DIR)
-    return vite_page.build(node, PAGES_DIR, PAGE_SOURCES)
+    return contract_pages.build(node, PAGES_DIR, PAGE_SOURCES)
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +85,8 @@ def stack(
     counts = tmp_path_factory.mktemp("cross-origin")
     with (
         redis_databases.database("cross-origin stack") as redis_url,
-        vite_page.served(pages) as page_url,
-        vite_page.served(pages) as foreign_page_url,
+        contract_pages.served(pages) as page_url,
+        contract_pages.served(pages) as foreign_page_url,
     ):
         env = fresh_env(
             counts,
@@ -110,7 +110,7 @@ def stack(
             worker.stop()
 
 
-@pytest.mark.timeout(NPM_CI_TIMEOUT + vite_page.BUILD_TIMEOUT + SUITE_TIMEOUT + 120)
+@pytest.mark.timeout(NPM_CI_TIMEOUT + contract_pages.BUILD_TIMEOUT + SUITE_TIMEOUT + 120)
 def test_pages_on_another_origin_chat_stop_and_resume_in_chromium(
     node: str, stack: CrossOriginStack
 ) -> None:

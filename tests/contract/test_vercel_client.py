@@ -10,8 +10,6 @@ and builds the page, starts the stack once and requires every Node test to pass.
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,28 +17,20 @@ import pytest
 
 from tests.support.contract_pages import (
     BUILD_TIMEOUT,
-    CHROMIUM,
-    PAGE_PATH,
+    ContractStack,
     build_page,
+    page_stack,
+    pass_page_suite,
     require_chromium,
-    web_with_page,
 )
-from tests.support.node_suites import NPM_CI_TIMEOUT, install_node_packages, run_node_tests
+from tests.support.node_suites import NPM_CI_TIMEOUT, install_node_packages
 from tests.support.redis_server import RedisDatabases
-from tests.support.stack import Worker, fresh_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
 VERCEL_DIR = Path(__file__).parent / "vercel"
 #: seconds the whole Node suite may take (the CPU is loaded at times)
 SUITE_TIMEOUT = 780.0
-
-
-@dataclasses.dataclass(frozen=True)
-class ContractStack:
-    base_url: str
-    page_url: str
-    counts: Path
 
 
 @pytest.fixture(scope="module")
@@ -55,41 +45,13 @@ def contract_stack(
     tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases, vercel_page: Path
 ) -> Iterator[ContractStack]:
     counts = tmp_path_factory.mktemp("vercel-contract")
-    with redis_databases.database("Vercel contract stack") as redis_url:
-        env = fresh_env(
-            counts, redis_url, RELAYLINE_AGENT="tests.contract.vercel_agent:vercel_spec"
-        )
-        worker = Worker(env, "vercel-w0")
-        try:
-            with web_with_page(env, vercel_page) as base_url:
-                yield ContractStack(base_url, f"{base_url}{PAGE_PATH}/index.html", counts)
-        finally:
-            worker.stop()
+    agent = "tests.contract.vercel_agent:vercel_spec"
+    with page_stack(counts, redis_databases, vercel_page, "vercel", agent) as stack:
+        yield stack
 
 
 @pytest.mark.timeout(NPM_CI_TIMEOUT + BUILD_TIMEOUT + SUITE_TIMEOUT + 120)
 def test_use_chat_in_chromium_passes_the_contract_suite(
     node: str, contract_stack: ContractStack
 ) -> None:
-    files = sorted(VERCEL_DIR.glob("*.test.mjs"))
-    assert files, f"no *.test.mjs in {VERCEL_DIR}"
-    done, summary = run_node_tests(
-        node,
-        VERCEL_DIR,
-        files,
-        env={
-            "RELAYLINE_BASE_URL": contract_stack.base_url,
-            "RELAYLINE_PAGE_URL": contract_stack.page_url,
-            "RELAYLINE_TEST_COUNTS": str(contract_stack.counts),
-            "RELAYLINE_CHROMIUM": str(CHROMIUM),
-        },
-        timeout=SUITE_TIMEOUT,
-    )
-    report = f"{done.stdout[-30000:]}\n--- stderr ---\n{done.stderr[-6000:]}"
-    assert done.returncode == 0, report
-    assert summary.failed == 0 and summary.cancelled == 0, report
-    assert summary.passed > 0 and summary.passed == summary.tests, report
-    assert summary.skipped == 0 and summary.todo == 0, report
-    # What the stop tests measured (their TAP diagnostics; `pytest -rP` shows them).
-    for line in re.findall(r"^\s*# (measured: .*)$", done.stdout, flags=re.MULTILINE):
-        print(line)
+    pass_page_suite(node, VERCEL_DIR, contract_stack, SUITE_TIMEOUT)

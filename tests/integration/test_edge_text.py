@@ -14,7 +14,6 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -22,10 +21,9 @@ import requests
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from relayline.shared.persistence import Store
-from tests.support.postgres import database_of
+from tests.support.database_stacks import stack_on_database
 from tests.support.redis_server import RedisDatabases
-from tests.support.stack import WebServer, running_stack, stack_env
+from tests.support.stack import WebServer
 
 pytestmark = pytest.mark.integration
 
@@ -330,19 +328,9 @@ def stack(
     tmp_path_factory: pytest.TempPathFactory,
     redis_databases: RedisDatabases,
 ) -> Iterator[Stack]:
-    counts = tmp_path_factory.mktemp("edge")
-    with (
-        redis_databases.database(f"edge text ({request.param})") as redis_url,
-        database_of(request, counts) as url,
-    ):
-        yield from _stack(url, counts, redis_url)
-
-
-def _stack(database_url: str, counts: Path, redis_url: str) -> Iterator[Stack]:
-    Store(database_url).dispose()  # migrated before the worker touches it
-    env = {**stack_env(redis_url, database_url, counts), "RELAYLINE_RELAY_TIMEOUT": "15"}
-    with running_stack(env, workers=1) as (web, _workers):
-        yield Stack(web)
+    env = {"RELAYLINE_RELAY_TIMEOUT": str(int(RELAY_TIMEOUT))}
+    with stack_on_database(request, tmp_path_factory, redis_databases, "edge text", env) as on:
+        yield Stack(on.web)
 
 
 @pytest.fixture(scope="module")

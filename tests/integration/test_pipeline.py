@@ -15,14 +15,13 @@ import requests
 
 from relayline.shared.persistence import Store
 from tests.support.agents import count
-from tests.support.postgres import database_of
+from tests.support.database_stacks import stack_on_database
 from tests.support.redis_server import RedisDatabases
 from tests.support.stack import (
     WebServer,
     Worker,
     fresh_env,
     running_stack,
-    stack_env,
 )
 
 pytestmark = pytest.mark.integration
@@ -69,18 +68,8 @@ def stack(
     tmp_path_factory: pytest.TempPathFactory,
     redis_databases: RedisDatabases,
 ) -> Iterator[Stack]:
-    counts = tmp_path_factory.mktemp("counts")
-    with (
-        redis_databases.database(f"pipeline stack ({request.param})") as redis_url,
-        database_of(request, counts) as url,
-    ):
-        yield from _stack(url, counts, redis_url)
-
-
-def _stack(database_url: str, counts: Path, redis_url: str) -> Iterator[Stack]:
-    Store(database_url).dispose()  # migrate before any worker touches the database
-    with running_stack(stack_env(redis_url, database_url, counts), workers=1) as (web, workers):
-        yield Stack(web, workers, counts, database_url)
+    with stack_on_database(request, tmp_path_factory, redis_databases, "pipeline stack") as on:
+        yield Stack(on.web, on.workers, on.counts, on.database_url)
 
 
 @contextmanager

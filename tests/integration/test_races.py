@@ -24,12 +24,10 @@ from typing import Any, Literal
 import pytest
 import requests
 
-from relayline.shared.persistence import Store
 from tests.support.agents import count
-from tests.support.postgres import database_of
+from tests.support.database_stacks import stack_on_database
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import frames
-from tests.support.stack import running_stack, stack_env
 
 pytestmark = pytest.mark.integration
 
@@ -66,18 +64,8 @@ def stack(
     tmp_path_factory: pytest.TempPathFactory,
     redis_databases: RedisDatabases,
 ) -> Iterator[Stack]:
-    counts = tmp_path_factory.mktemp("races")
-    with (
-        redis_databases.database(f"races ({request.param})") as redis_url,
-        database_of(request, counts) as url,
-    ):
-        yield from _stack(url, counts, redis_url)
-
-
-def _stack(database_url: str, counts: Path, redis_url: str) -> Iterator[Stack]:
-    Store(database_url).dispose()  # migrate before any worker touches the database
-    with running_stack(stack_env(redis_url, database_url, counts)) as (web, _workers):
-        yield Stack(web.url, counts)
+    with stack_on_database(request, tmp_path_factory, redis_databases, "races") as on:
+        yield Stack(on.web.url, on.counts)
 
 
 # -- one turn in each protocol ------------------------------------------------------------
