@@ -271,16 +271,32 @@ return 0
 """
 
 
+#: seconds between two sweeps (at most; never more than the heartbeat interval): a lost
+#: worker is found within its beat's TTL and this, and its relayed clients told at once
+SWEEP_INTERVAL = 1.0
+
+
 def lapsed(
-    store: Store, client: redis.Redis, *, ttl: float, now: datetime | None = None
+    store: Store,
+    client: redis.Redis,
+    *,
+    ttl: float,
+    quiet: float | None = None,
+    now: datetime | None = None,
 ) -> list[RunRecord]:
     """Running runs a Celery task executes (their checkpoint names an executor) whose
-    heartbeat is gone and that nothing wrote for ``ttl`` seconds."""
+    heartbeat is gone and that nothing wrote for ``quiet`` seconds (``ttl`` unless
+    given). A holder renews its beat every heartbeat interval, so one that wrote the run
+    and died has a beat that lapses at least ``ttl`` less one interval after that write:
+    with ``quiet`` that long, the write never delays finding a dead holder, and a run
+    written since its beat could have lapsed (a live holder whose beat Redis lost) is
+    left alone."""
     moment = now or datetime.now(UTC)
+    since = moment - timedelta(seconds=ttl if quiet is None else quiet)
     candidates = [
         record
         for record in store.running_runs()
-        if "executor" in record.checkpoint and record.updated <= moment - timedelta(seconds=ttl)
+        if "executor" in record.checkpoint and record.updated <= since
     ]
     if not candidates:
         return []
@@ -328,6 +344,7 @@ class Sweeper:
         *,
         ttl: float,
         interval: float,
+        quiet: float | None = None,
     ) -> None:
         self.store = store
         self.client = client
@@ -335,6 +352,8 @@ class Sweeper:
         self.fallback = fallback
         self.ttl = ttl
         self.interval = interval
+        #: see ``lapsed``
+        self.quiet = quiet
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="relayline-sweeper")
         self._thread.daemon = True
@@ -349,7 +368,7 @@ class Sweeper:
     def sweep(self) -> list[RecoverJob]:
         """One sweep: the recoveries it enqueued (each run and attempt at most once)."""
         sent: list[RecoverJob] = []
-        for record in lapsed(self.store, self.client, ttl=self.ttl):
+        for record in lapsed(self.store, self.client, ttl=self.ttl, quiet=self.quiet):
             claimed = self.client.set(
                 recovery_key(record.run_id, record.attempt), "1", nx=True, ex=int(self.ttl * 4)
             )
