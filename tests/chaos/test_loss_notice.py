@@ -45,6 +45,8 @@ class TimedRelay:
 
     def __init__(self, url: str, thread_id: str, content: str) -> None:
         self.events: list[tuple[float, dict[str, Any]]] = []
+        #: the last frame id (cursor) the client had before the notice
+        self.cursors: list[str] = []
 
         def read() -> None:
             with requests.post(
@@ -56,6 +58,8 @@ class TimedRelay:
                 assert response.status_code == 200, response.text
                 for frame in frames(response):
                     self.events.append((time.monotonic(), frame.event))
+                    if frame.id is not None:
+                        self.cursors.append(frame.id)
 
         self.thread = threading.Thread(target=read)
         self.thread.start()
@@ -117,6 +121,20 @@ def test_a_relayed_client_hears_of_the_loss_within_3_s_of_the_recovery(
             heard, last = events[-1]
             assert last["type"] == "error" and last["code"] == "RUN_CONTINUES_ELSEWHERE", last
             assert all(event["type"] != "done" for _, event in events)
+            # Resuming with the last cursor before the notice: the same news, and the
+            # notice itself is never an event a client gets.
+            told = list(
+                frames(
+                    requests.get(
+                        f"{web.url}/api/threads/notice-1/stream",
+                        headers={"Last-Event-ID": relay.cursors[-2]},
+                        stream=True,
+                        timeout=60,
+                    )
+                )
+            )
+            assert told[-1].event["code"] == "RUN_CONTINUES_ELSEWHERE"
+            assert all(not f.event["type"].startswith("stream.") for f in told)
             until(
                 lambda: (
                     (r := store.current_run("notice-1")) is not None and r.status == "completed"

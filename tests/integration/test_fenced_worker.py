@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
@@ -82,8 +82,9 @@ def test_a_worker_fenced_out_while_frozen_writes_nothing_more(
 
             # Taken for lost: the other worker recovers the run and completes it.
             until(
-                lambda: (r := store.current_run("fenced-1")) is not None
-                and r.status == "completed",
+                lambda: (
+                    (r := store.current_run("fenced-1")) is not None and r.status == "completed"
+                ),
                 "the recovery to complete the run",
             )
             reader.join(timeout=60)
@@ -123,13 +124,12 @@ def test_a_worker_fenced_out_while_frozen_writes_nothing_more(
 
 def _first_segment(client: redis.Redis) -> str:
     """The thread's first segment: the one the frozen worker wrote (its run's start)."""
-    members = client.smembers(segments_key("fenced-1"))
+    members = cast(set[bytes], client.smembers(segments_key("fenced-1")))
     started: list[tuple[bytes, str]] = []
     for member in members:
         segment = member.decode()
-        first = client.xrange(log_key(segment), count=1)
+        first = cast(list[tuple[bytes, Any]], client.xrange(log_key(segment), count=1))
         if first:
             started.append((first[0][0], segment))
     assert started, "no segment was written"
     return min(started)[1]
-
