@@ -47,6 +47,7 @@ from relayline.channels.errors import (
 )
 from relayline.channels.fragments import fragment_envelopes
 from relayline.channels.stream.log import SegmentLog
+from relayline.shared.errors import FencedOutError
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.ids import SEGMENT_ID, new_segment_id
 
@@ -100,6 +101,9 @@ class AbstractChannel(ABC):
         self.errors: list[Exception] = []
         #: the segment's durable log, which gets every envelope too (``into_segment``)
         self.log: SegmentLog | None = None
+        #: set when the log refused an append because another attempt took the run over:
+        #: nothing more is delivered, terminal included, on any transport
+        self.fenced: FencedOutError | None = None
 
     def into_segment(self, segment_id: str, log: SegmentLog | None = None) -> Self:
         """Serve the segment ``segment_id`` (the id the web announced for it) and write
@@ -111,6 +115,17 @@ class AbstractChannel(ABC):
         self._segment_id = segment_id
         self.log = log
         return self
+
+    def fence(self, epoch: int, *, took_over: bool) -> None:
+        """The segment's writer holds attempt ``epoch`` of its run (the agent calls this
+        once the run is admitted, before the first event); ``took_over``: it took the
+        run over from a lost writer, whose segment is fenced and told (``take_over``)."""
+        if self.log is None:
+            return
+        if took_over:
+            self.log.take_over(epoch)
+        else:
+            self.log.epoch = epoch
 
     # hooks -----------------------------------------------------------------------
 
@@ -151,6 +166,8 @@ class AbstractChannel(ABC):
         return self._sequence
 
     def send(self, event: ProtocolEvent) -> None:
+        if self.fenced is not None:
+            raise self.fenced
         try:
             self._open()
             if self.stopped:
@@ -183,6 +200,8 @@ class AbstractChannel(ABC):
             self._checked = True
 
     def _terminal(self, event_type: str, workflow_id: str) -> None:
+        if self.fenced is not None:
+            raise self.fenced  # the run is another writer's: no terminal of ours anywhere
         try:
             self._open()
         except Exception as exc:
@@ -243,6 +262,12 @@ class AbstractChannel(ABC):
         assert self.log is not None  # called only with a log
         try:
             self.log.append(envelope, terminal=terminal)
+        except FencedOutError as exc:
+            # Another attempt owns the run: this segment is over for every transport.
+            self.fenced = exc
+            self.stopped = True
+            self.log = None
+            raise
         except Exception as exc:
             # The transport still delivers. The log stops here: past a gap it could not
             # serve a reader anyway, and an unreachable Redis would cost a timeout per

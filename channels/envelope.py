@@ -25,6 +25,10 @@ COMPLETED = "stream.completed"
 INTERRUPTED = "stream.interrupted"
 FAILED = "stream.failed"
 TERMINALS = frozenset({COMPLETED, INTERRUPTED, FAILED})
+#: the last entry of a segment whose run was taken over (its worker was lost): written by
+#: the taker, ``{"newer": <the segment that goes on>, "attempt": n}``; not a terminal
+#: (the run did not end), but nothing follows it in this segment
+REPLACED = "stream.replaced"
 
 #: the largest integer a browser consumer can hold exactly (``Number.MAX_SAFE_INTEGER``)
 MAX_SAFE_INTEGER = 2**53 - 1

@@ -17,6 +17,13 @@ def log_key(segment_id: str) -> str:
     return f"relayline:{{seg:{segment_id}}}:log"
 
 
+def fence_key(segment_id: str) -> str:
+    """The lowest attempt of its run that may still write the segment's log: set by the
+    process that took the run over (its recovery), so the lost writer's appends are
+    refused (channels.stream.log)."""
+    return f"relayline:{{seg:{segment_id}}}:fence"
+
+
 def active_key(thread_id: str) -> str:
     """The thread's running segment (protocol and id), while it runs."""
     return f"relayline:{{thread:{thread_id}}}:active"
@@ -108,6 +115,13 @@ KEYS: tuple[KeySpec, ...] = (
         "max age while running (RELAYLINE_STREAM_MAX_AGE), retention after its terminal",
         "worker (SegmentLog, group commit)",
         "web (relay reader, resume, envelopes route), worker (recovery)",
+    ),
+    KeySpec(
+        "relayline:{seg:<segment>}:fence",
+        "string",
+        "max age (RELAYLINE_STREAM_MAX_AGE)",
+        "worker (the takeover of a run: its recovery)",
+        "worker (SegmentLog: every append checks it)",
     ),
     KeySpec(
         "relayline:{seg:<segment>}:stop",

@@ -23,6 +23,11 @@ The contract
 - **A channel error never fails the run.** The agent wraps every channel in
   ``GuardedChannel``: an exception from any call is logged, kept and handed to
   ``Agent.on_channel_error``; the run and the pull stream go on.
+- **Fenced writers stop.** A channel may also implement ``fence(epoch, *, took_over)``
+  (``Fenceable``): the agent calls it once the run is admitted, before the first
+  event, with the run's attempt. When a newer attempt took the run over, the channel
+  raises ``FencedOutError`` (its log refused the write): the segment then ends quietly,
+  with no failure frame and no terminal, since the taker owns the run now.
 - **Calls are synchronous**, on the thread running the segment: a slow channel slows the
   run, so transports bound their own I/O.
 
@@ -54,10 +59,12 @@ its envelopes) and ``FakeChannel`` (records the calls).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from relayline.shared.errors import FencedOutError
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.run_state import RunState
 
@@ -77,6 +84,13 @@ class Channel(Protocol):
     def failed(self, error: BaseException, workflow_id: str) -> None: ...
 
 
+@runtime_checkable
+class Fenceable(Protocol):
+    """A channel whose writes carry the run's attempt (``AbstractChannel``)."""
+
+    def fence(self, epoch: int, *, took_over: bool) -> None: ...
+
+
 class GuardedChannel:
     """Calls a channel so that its errors never fail the run: each is logged and kept
     in ``errors`` (the segment hands them to ``Agent.on_channel_error``)."""
@@ -84,13 +98,23 @@ class GuardedChannel:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.errors: list[BaseException] = []
+        #: set when the channel refused a write because a newer attempt took the run over
+        self.fenced: FencedOutError | None = None
 
     def _guard(self, operation: str, call: Callable[..., object], *args: object) -> None:
         try:
             call(*args)
+        except FencedOutError as exc:  # not the channel's failure: the segment stops
+            self.fenced = self.fenced or exc
         except Exception as exc:
             self.errors.append(exc)
             logger.warning("channel %s failed: %s", operation, exc, exc_info=exc)
+
+    def fence(self, epoch: int, *, took_over: bool) -> None:
+        """Tell a ``Fenceable`` channel the run's attempt (else nothing)."""
+        channel = self.channel
+        if isinstance(channel, Fenceable):
+            self._guard("fence", functools.partial(channel.fence, took_over=took_over), epoch)
 
     def send(self, event: ProtocolEvent) -> None:
         self._guard("send", self.channel.send, event)

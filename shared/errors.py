@@ -9,6 +9,7 @@ Hierarchy::
     │   ├── StaleRunError          expected run id or attempt is no longer current (HTTP 409)
     │   ├── RunInFlightError       a new turn while a run holds the thread (HTTP 409)
     │   ├── ConflictError          a concurrent change won the compare-and-set; retry (HTTP 409)
+    │   │   └── FencedOutError     a newer attempt took the run over; its writer stops (HTTP 409)
     │   ├── RunNotWaitingError     a continuation for a run that no longer waits for it (HTTP 409)
     │   └── ExpiredError           the wait's deadline has passed (HTTP 409)
     ├── StepLimitError             the turn needed more model calls than max_steps allows
@@ -108,6 +109,20 @@ class RunInFlightError(WorkflowError):
 
 class ConflictError(WorkflowError):
     """Another process changed the run between read and write; nothing was written."""
+
+
+class FencedOutError(ConflictError):
+    """A writer of a run was fenced out: another process took the run over at a newer
+    attempt (its recovery), so the run's store or its segment's log refused this
+    writer's write. The run is not failed: the taker decides its fate. A worker that
+    meets it stops quietly (one log line, no failure frame in any stream).
+    ``fence_reason`` says what refused the write and at which attempt."""
+
+    def __init__(
+        self, message: str, *, fence_reason: str = "a newer attempt took the run over"
+    ) -> None:
+        super().__init__(message)
+        self.fence_reason = fence_reason
 
 
 #: why a continuation found no interruption to answer (``RunNotWaitingError.code``)
@@ -237,6 +252,7 @@ HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
         StaleRunError: 409,
         RunInFlightError: 409,
         ConflictError: 409,
+        FencedOutError: 409,
         RunNotWaitingError: 409,
         ExpiredError: 409,
         UnavailableError: 503,

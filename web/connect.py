@@ -16,12 +16,13 @@ the log, so the replay brings it too.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator, Sequence
 
 from flask import Blueprint, Response, current_app, request
 
-from relayline.channels.envelope import Envelope
+from relayline.channels.envelope import REPLACED, Envelope
 from relayline.channels.stream.log import active_segment, entries
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.jobs import DEFAULT_AGENT
@@ -62,6 +63,8 @@ def connect(agent_id: str) -> Response:
         svc.store, thread_id, SNAPSHOT_LIMIT, redact=redactions(spec.tools)
     )
     backlog = [Envelope.parse(e) for e in entries(svc.redis, live.segment_id)] if live else []
+    # Up to a takeover's notice, which the live read meets next and answers as a relay does.
+    backlog = list(itertools.takewhile(lambda e: e.type != REPLACED, backlog))
     named = _message_ids([e.to_event() for e in backlog])
     messages = [m for m in stored["messages"] if m.get("id") not in named]
     snapshot = _snapshot_run(thread_id, messages, stored["interrupts"] if live is None else [])

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from relayline.channels import TERMINALS
+from relayline.channels.envelope import REPLACED
 from relayline.channels.stream.splice import Spliced
 from relayline.shared import green, metrics
 from relayline.shared.settings import Settings
@@ -39,12 +40,18 @@ class ClientGone(Exception):
     """The client of a directly written response went away (its socket failed)."""
 
 
+#: channel frames no client gets as an event: terminals, and a takeover's notice (the
+#: relay answers it with the protocol's "continues elsewhere" error frame)
+_UNSENT = TERMINALS | {REPLACED}
+
+
 def frames_of(batch: Sequence[Spliced], ids: str | None) -> list[str]:
-    """The SSE frames of a batch's events, terminals left out; ``ids``, the segment's
-    id, puts ``id: <segment>:<sequence>`` before each (the native cursor, web.cursor)."""
+    """The SSE frames of a batch's events, terminals and notices left out; ``ids``, the
+    segment's id, puts ``id: <segment>:<sequence>`` before each (the native cursor,
+    web.cursor)."""
     if ids is not None:
-        return [f"id: {ids}:{s.sequence}\n{s.frame}" for s in batch if s.type not in TERMINALS]
-    return [s.frame for s in batch if s.type not in TERMINALS]
+        return [f"id: {ids}:{s.sequence}\n{s.frame}" for s in batch if s.type not in _UNSENT]
+    return [s.frame for s in batch if s.type not in _UNSENT]
 
 
 class DirectSink:

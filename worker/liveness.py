@@ -10,13 +10,15 @@ whose heartbeat lapsed: ``relayline.recover_run`` continues it from its last che
 at the attempt it was seen at, and admitting the recovery moves the attempt on, so the
 lost worker (or a slow one that comes back) can never write again.
 
-A beat names its holder by host, pid, a boot id of the process and a token of its own
-(``host:pid:boot:token``). Under the threads pool every task of a worker shares one pid,
-so "our pid" says nothing about whether the run is still executed: the process keeps the
-tokens of the heartbeats open in it now (``_open``), and a beat of this very process is
-its holder's only while its token is open. A beat of a process of this host that is gone
-(a killed prefork child) lapses at once, as before; the boot id keeps a reused pid from
-passing for the old process.
+A beat names its holder by an instance id, chosen at random when the process starts
+(again in each forked child), and a token of its own; host and pid are there for
+operators to read (``host:pid:instance:token``). The instance id is the holder's only
+identity: host and pid prove nothing (containers that share a hostname have their own
+PID namespaces, so two live workers can carry the same host and pid). So a beat of
+another instance is alive until its TTL lapses, whatever host and pid it names, and a
+beat of this very instance is alive only while its token is open here (``_open``):
+under the threads pool every task of a worker shares the instance, so the process keeps
+the tokens of the heartbeats open in it now.
 
 Why a sweeper in every worker rather than a Celery beat schedule: operators run
 workers already (the Procfile has web and worker); a beat process is one more thing to
@@ -200,8 +202,8 @@ def _renewer() -> _Renewer:
 #: and close them concurrently)
 _open: set[str] = set()
 _open_lock = threading.Lock()
-#: (pid, boot id) of this process; built again after a fork
-_boot: tuple[int, str] | None = None
+#: (pid, instance id) of this process; drawn again after a fork
+_instance: tuple[int, str] | None = None
 
 
 def _opened(stamp: str) -> None:
@@ -214,25 +216,26 @@ def _closed(stamp: str) -> None:
         _open.discard(stamp)
 
 
-def boot_id() -> str:
-    """A random id of this process, new in each forked child."""
-    global _boot
-    if _boot is None or _boot[0] != os.getpid():
-        _boot = (os.getpid(), uuid.uuid4().hex[:12])
-    return _boot[1]
+def instance_id() -> str:
+    """This process's instance id: random, drawn at its start and again in each forked
+    child (the pid is read only to notice a fork, never to tell processes apart)."""
+    global _instance
+    if _instance is None or _instance[0] != os.getpid():
+        _instance = (os.getpid(), uuid.uuid4().hex)
+    return _instance[1]
 
 
 def holder() -> str:
-    """This process, as a heartbeat names its holder: ``host:pid:boot``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{boot_id()}"
+    """This process, as a heartbeat names its holder: ``host:pid:instance`` (host and pid
+    for operators; the instance id is what identifies it)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{instance_id()}"
 
 
 def holder_alive(client: redis.Redis, run_id: str) -> bool:
     """Whether a task that may be alive holds ``run_id``'s heartbeat: the beat is live
-    and names another host (whose processes we cannot see), a process of this host that
-    exists, or a heartbeat open in this very process now (another pool thread executes
-    the run). A holder of this host that is gone (a killed pool child) is not, nor a
-    beat of this process that no open heartbeat owns (left by a task that ended)."""
+    and names another instance (only its TTL lapsing proves it gone), or a heartbeat
+    open in this very instance now (another pool thread executes the run). A beat of
+    this instance that no open heartbeat owns (left by a task that ended) is not."""
     return beat_alive(cast(bytes | None, client.get(heartbeat_key(run_id))))
 
 
@@ -242,24 +245,12 @@ def beat_alive(raw: bytes | None) -> bool:
         return False
     stamp = raw.decode("utf-8", "replace")
     parts = stamp.split(":")
-    if len(parts) < 2 or parts[0] != socket.gethostname():
+    if len(parts) < 4 or parts[2] != instance_id():
+        # Another instance, wherever it runs: the same host and pid as ours prove nothing
+        # (another PID namespace under a shared hostname), nor does a pid missing here.
         return True
-    try:
-        pid = int(parts[1])
-    except ValueError:
-        return True
-    if pid == os.getpid():
-        if len(parts) < 4 or parts[2] != boot_id():
-            return False  # an older process's stamp on a reused pid (or the old format)
-        with _open_lock:
-            return stamp in _open
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, under another user
-    return True
+    with _open_lock:
+        return stamp in _open
 
 
 #: renew when ours or absent; a live beat of another holder is left alone
@@ -280,16 +271,32 @@ return 0
 """
 
 
+#: seconds between two sweeps (at most; never more than the heartbeat interval): a lost
+#: worker is found within its beat's TTL and this, and its relayed clients told at once
+SWEEP_INTERVAL = 1.0
+
+
 def lapsed(
-    store: Store, client: redis.Redis, *, ttl: float, now: datetime | None = None
+    store: Store,
+    client: redis.Redis,
+    *,
+    ttl: float,
+    quiet: float | None = None,
+    now: datetime | None = None,
 ) -> list[RunRecord]:
     """Running runs a Celery task executes (their checkpoint names an executor) whose
-    heartbeat is gone and that nothing wrote for ``ttl`` seconds."""
+    heartbeat is gone and that nothing wrote for ``quiet`` seconds (``ttl`` unless
+    given). A holder renews its beat every heartbeat interval, so one that wrote the run
+    and died has a beat that lapses at least ``ttl`` less one interval after that write:
+    with ``quiet`` that long, the write never delays finding a dead holder, and a run
+    written since its beat could have lapsed (a live holder whose beat Redis lost) is
+    left alone."""
     moment = now or datetime.now(UTC)
+    since = moment - timedelta(seconds=ttl if quiet is None else quiet)
     candidates = [
         record
         for record in store.running_runs()
-        if "executor" in record.checkpoint and record.updated <= moment - timedelta(seconds=ttl)
+        if "executor" in record.checkpoint and record.updated <= since
     ]
     if not candidates:
         return []
@@ -337,6 +344,7 @@ class Sweeper:
         *,
         ttl: float,
         interval: float,
+        quiet: float | None = None,
     ) -> None:
         self.store = store
         self.client = client
@@ -344,6 +352,8 @@ class Sweeper:
         self.fallback = fallback
         self.ttl = ttl
         self.interval = interval
+        #: see ``lapsed``
+        self.quiet = quiet
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="relayline-sweeper")
         self._thread.daemon = True
@@ -358,7 +368,7 @@ class Sweeper:
     def sweep(self) -> list[RecoverJob]:
         """One sweep: the recoveries it enqueued (each run and attempt at most once)."""
         sent: list[RecoverJob] = []
-        for record in lapsed(self.store, self.client, ttl=self.ttl):
+        for record in lapsed(self.store, self.client, ttl=self.ttl, quiet=self.quiet):
             claimed = self.client.set(
                 recovery_key(record.run_id, record.attempt), "1", nx=True, ex=int(self.ttl * 4)
             )

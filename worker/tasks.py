@@ -36,6 +36,7 @@ from relayline.shared.agent.segment import drain
 from relayline.shared.agent.spec import AgentSpec, RunState
 from relayline.shared.errors import (
     AgentUnavailableError,
+    FencedOutError,
     RelaylineError,
     RunElsewhereError,
     RunFailedError,
@@ -75,7 +76,13 @@ from relayline.worker import (
 )
 from relayline.worker.app import LEASE_SECONDS, TASK_TIME_LIMIT, app
 from relayline.worker.failed_turns import record_failed_turn
-from relayline.worker.liveness import RunHeartbeat, Sweeper, beat_alive, holder_alive
+from relayline.worker.liveness import (
+    SWEEP_INTERVAL,
+    RunHeartbeat,
+    Sweeper,
+    beat_alive,
+    holder_alive,
+)
 from relayline.worker.registration import relayline_task
 from relayline.worker.resources import Resources, resources
 from relayline.worker.targets import channel_factory, push_target, with_segment
@@ -306,6 +313,9 @@ def _execute_watched(
         runlog.ended(task.request.id, state.status, state.attempt)
         _schedule_expiry(state, job)
         return state.status
+    except FencedOutError as fenced:
+        _fenced_out(job, fenced)
+        return FENCED_OUT
     except RunFailedError as failed:
         # The segment already delivered its error frames and terminal; the log says why.
         runlog.failed(task.request.id, failure_of(failed.cause or failed))
@@ -325,6 +335,22 @@ def _execute_watched(
             return "failed"  # the turn is a failed run like any other
         _publish_failure(res, job, exc)
         return "refused"
+
+
+#: the outcome of a task whose run another attempt took over while it ran
+FENCED_OUT = "fenced out"
+
+
+def _fenced_out(job: AnyJob, fenced: FencedOutError) -> None:
+    """The one line an operator reads: this task stopped, quietly, because another
+    attempt owns its run now (its recovery, after this worker was taken for lost)."""
+    logger.warning(
+        "run %s of thread %s was taken over by another attempt; this task stops without "
+        "a word to any stream (%s)",
+        job.run_id,
+        job.thread_id,
+        fenced.fence_reason,
+    )
 
 
 def _store_failed_turn(res: Resources, job: AnyJob, failure: RunFailure) -> bool:
@@ -411,6 +437,9 @@ def _expire(task: AnyTask, res: Resources, expiry: ExpireJob) -> str:
         return "moved on"
     try:
         return drain(staged.events()).status
+    except FencedOutError as fenced:
+        _fenced_out(expiry, fenced)
+        return FENCED_OUT
     except RunFailedError as failed:
         runlog.failed(task.request.id, failure_of(failed.cause or failed))
         return "failed"
@@ -451,7 +480,8 @@ def _start_sweeper(**_: object) -> None:
         send,
         push_target(res.settings),
         ttl=res.settings.heartbeat_ttl,
-        interval=res.settings.heartbeat_interval,
+        interval=min(res.settings.heartbeat_interval, SWEEP_INTERVAL),
+        quiet=res.settings.heartbeat_ttl - res.settings.heartbeat_interval,
     )
     sweeper.start()
     _sweepers.append(sweeper)

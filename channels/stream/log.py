@@ -15,6 +15,12 @@ a run's output after it was sent (docs/reference/resume-and-cancel.md section 8.
   trimmed in whole entries); the terminal entry shortens the log's lifetime and the
   latest pointer's to ``retention`` and clears the active pointer, each only while it
   still names this segment, so a late writer never touches a newer segment.
+- **Fencing:** every append carries its writer's epoch (the run's attempt it holds) and
+  is refused, atomically in the script that adds it, once the segment's fence names a
+  newer attempt (``FencedOutError``). The process that takes a lost run over
+  (``take_over``) raises the fence of the lost writer's segment and appends its last
+  entry there, a ``stream.replaced`` notice naming the segment that goes on, so readers
+  of the old segment learn at once that the run continues elsewhere.
 - **Entries:** the envelope texts exactly as built, those a worker wrote within one
   ``linger`` (``LogBatching``) in one entry, joined by newlines; readers split them
   (``split_entry``). Fragments stay a transport concern of Pusher and Mercure and are
@@ -35,11 +41,12 @@ from typing import Final, cast
 import redis
 from redis.client import Pipeline
 
-from relayline.channels.envelope import Envelope
+from relayline.channels.envelope import REPLACED, Envelope
 from relayline.channels.errors import ChannelConfigError, ChannelReadError, SegmentReplacedError
-from relayline.channels.keys import active_key, latest_key, log_key, segments_key
+from relayline.channels.keys import active_key, fence_key, latest_key, log_key, segments_key
 from relayline.channels.stream.flusher import FLUSHER, Flusher
 from relayline.channels.stream.group_commit import writer_for
+from relayline.shared.errors import FencedOutError
 from relayline.shared.settings import Settings
 
 logger = logging.getLogger("relayline.channel")
@@ -56,6 +63,47 @@ _RELEASE: Final = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('EXPIRE', KEYS[2], ARGV[2]) end
 return 0
+"""
+
+
+#: An entry, unless the segment's fence (KEYS[2]) names an attempt newer than the
+#: writer's (ARGV[1]): then nothing is written and the reply is the FENCED error.
+#: ARGV[2] the entry, ARGV[3] the entries kept (exact MAXLEN), ARGV[4] the log's lifetime
+#: to set (0: leave it).
+_APPEND: Final = """
+local fence = redis.call('GET', KEYS[2])
+if fence and tonumber(fence) > tonumber(ARGV[1]) then
+  return redis.error_reply('FENCED ' .. fence)
+end
+redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '*', 'e', ARGV[2])
+if ARGV[4] ~= '0' then redis.call('EXPIRE', KEYS[1], ARGV[4]) end
+return 1
+"""
+#: The fence of a segment raised to ARGV[1] (never lowered). With ARGV[2] (the
+#: segment's id) and ARGV[3] (the segment that goes on), the lost writer's segment also
+#: gets its last entry: the ``stream.replaced`` notice, numbered after the last envelope
+#: kept (0 for a log not begun), unless the segment ended. ARGV[4]: the keys' lifetime.
+_TAKE_OVER: Final = """
+local fence = redis.call('GET', KEYS[2])
+if fence and tonumber(fence) >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[4])
+if ARGV[2] == '' then return 1 end
+local sequence = 0
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if last[1] then
+  local tail = string.match(last[1][2][2], '[^\\n]*$')
+  if string.find(tail, '"type":"stream.completed"', 1, true)
+     or string.find(tail, '"type":"stream.interrupted"', 1, true)
+     or string.find(tail, '"type":"stream.failed"', 1, true) then
+    return 1
+  end
+  sequence = tonumber(string.match(tail, '"sequence":(%d+)')) + 1
+end
+redis.call('XADD', KEYS[1], '*', 'e', '{"streamId":"' .. ARGV[2] .. '","sequence":' ..
+  sequence .. ',"type":"' .. ARGV[5] .. '","data":{"newer":"' .. ARGV[3] ..
+  '","attempt":' .. ARGV[1] .. '}}')
+if not last[1] then redis.call('EXPIRE', KEYS[1], ARGV[4]) end
+return 2
 """
 
 
@@ -121,7 +169,7 @@ def forget_thread(client: redis.Redis, thread_id: str) -> int:
     for pointer in (latest_segment(client, thread_id), active_segment(client, thread_id)):
         if pointer is not None:
             ids.add(pointer.segment_id)
-    keys = [log_key(i) for i in sorted(ids)]
+    keys = [key for i in sorted(ids) for key in (log_key(i), fence_key(i))]
     keys += [active_key(thread_id), latest_key(thread_id), segments_key(thread_id)]
     # One key per call: the keys of different segments live in different cluster slots.
     return sum(int(cast(int, client.delete(key))) for key in keys)
@@ -216,8 +264,14 @@ class SegmentLog:
         self.batching = batching or LogBatching()
         self.flusher = flusher
         self.key = log_key(segment_id)
+        self.fence = fence_key(segment_id)
+        #: the attempt of the run this writer holds (``take_over`` or the channel sets
+        #: it once the run is admitted); 0 until then: refused by any fence
+        self.epoch = 0
         self._started = False
         self._release = client.register_script(_RELEASE)
+        self._append = client.register_script(_APPEND)
+        self._take = client.register_script(_TAKE_OVER)
         self._lock = threading.Lock()  # the buffer, its terminal flag, the schedule
         self._buffer: list[str] = []
         self._terminal = False
@@ -301,9 +355,50 @@ class SegmentLog:
     def written(self, error: Exception | None) -> None:
         with self._lock:
             if error is not None and self._error is None:
-                self._error = error
-                logger.warning("segment log write failed; logging stops: %s", error)
+                if isinstance(error, redis.ResponseError) and "FENCED" in str(error):
+                    self._error = self._fenced(str(error))
+                else:
+                    self._error = error
+                    logger.warning("segment log write failed; logging stops: %s", error)
             self._last_write = time.monotonic()
+
+    def _fenced(self, reply: str) -> FencedOutError:
+        newer = reply.rsplit(" ", 1)[-1]
+        return FencedOutError(
+            f"Segment {self.segment_id}'s log refused attempt {self.epoch} of its run: "
+            f"attempt {newer} took the run over.",
+            fence_reason=f"log fenced at attempt {newer}; this writer holds {self.epoch}",
+        )
+
+    def take_over(self, epoch: int) -> str | None:
+        """This writer took its run over at attempt ``epoch`` (a recovery): fence its own
+        segment and the lost writer's (the thread's active segment, when another one) at
+        ``epoch``, point the thread at this segment, and append the notice to the lost
+        writer's log. One round trip; returns the lost writer's segment when noticed."""
+        self.epoch = epoch
+        keep = _seconds(self.limits.max_age)
+        lost = active_segment(self.client, self.thread_id) or latest_segment(
+            self.client, self.thread_id
+        )
+        pipe = self.client.pipeline(transaction=False)
+        self._take(
+            keys=[log_key(self.segment_id), self.fence],
+            args=[epoch, "", "", keep, REPLACED],
+            client=pipe,
+        )
+        noticed = lost is not None and lost.segment_id != self.segment_id
+        if lost is not None and noticed:
+            # The pointers first: a reader that hears the notice finds this segment newest.
+            pipe.set(active_key(self.thread_id), self.pointer, ex=keep)
+            pipe.set(latest_key(self.thread_id), self.pointer, ex=keep)
+            pipe.sadd(segments_key(self.thread_id), self.segment_id)
+            self._take(
+                keys=[log_key(lost.segment_id), fence_key(lost.segment_id)],
+                args=[epoch, lost.segment_id, self.segment_id, keep, REPLACED],
+                client=pipe,
+            )
+        pipe.execute()
+        return lost.segment_id if lost is not None and noticed else None
 
     def _queue_entry(self, pipe: Pipeline, entry: str, terminal: bool) -> None:
         if not self._started:
@@ -325,13 +420,17 @@ class SegmentLog:
                 client=pipe,
             )
         # Exact trimming: entries are batches, so few, and "~" trims only whole nodes of
-        # 100 entries, which could keep many times the cap's envelopes.
-        pipe.xadd(self.key, {FIELD: entry}, maxlen=len(self._kept), approximate=False)
-        if not self._started:
-            # XADD never sets or refreshes a TTL: the cap is set once, at the start.
-            pipe.expire(self.key, _seconds(self.limits.max_age))
+        # 100 entries, which could keep many times the cap's envelopes. XADD never sets or
+        # refreshes a TTL: the cap is set at the start, the retention at the terminal.
         if terminal:
-            pipe.expire(self.key, _seconds(self.limits.retention))
+            expire = _seconds(self.limits.retention)
+        else:
+            expire = 0 if self._started else _seconds(self.limits.max_age)
+        self._append(
+            keys=[self.key, self.fence],
+            args=[self.epoch, entry, len(self._kept), expire],
+            client=pipe,
+        )
         self._started = True
 
 
@@ -396,6 +495,8 @@ class LogReader:
                     envelope = Envelope.parse(text)
                     if envelope.sequence <= self.after:
                         continue
+                    if envelope.type == REPLACED:
+                        raise replaced_error(self.segment_id, envelope.data)
                     self.after = envelope.sequence
                     yield envelope
                     if envelope.is_terminal:
@@ -419,6 +520,16 @@ def check_cursor(segment_id: str, first: Envelope | None, after: int) -> None:
             f"Segment {segment_id} keeps events from {first.sequence} on; "
             f"the cursor {after} is older."
         )
+
+
+def replaced_error(segment_id: str, notice: object) -> SegmentReplacedError:
+    """What a reader raises at a ``stream.replaced`` notice (its data ``notice``)."""
+    newer = notice.get("newer") if isinstance(notice, dict) else None
+    return SegmentReplacedError(
+        f"Segment {segment_id} ended without its terminal: its run was taken over and "
+        f"goes on in segment {newer}.",
+        newer=newer if isinstance(newer, str) else None,
+    )
 
 
 def check_not_replaced(client: redis.Redis, thread_id: str, segment_id: str) -> None:

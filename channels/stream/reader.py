@@ -34,6 +34,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import json
 import logging
 import math
 import os
@@ -45,9 +46,10 @@ from typing import Final, Protocol, cast
 
 import redis
 
+from relayline.channels.envelope import REPLACED
 from relayline.channels.errors import ChannelReadError
 from relayline.channels.keys import log_key, reader_wake_key
-from relayline.channels.stream.log import check_not_replaced, split_entry
+from relayline.channels.stream.log import check_not_replaced, replaced_error, split_entry
 from relayline.channels.stream.splice import Spliced, splice
 
 logger = logging.getLogger("relayline.channel")
@@ -176,7 +178,7 @@ class Subscription:
             return texts
         if not batch:
             return []
-        if batch[-1].type in _TERMINALS:
+        if batch[-1].type in _ENDS:
             self._sink = None
             return texts
         self.after = batch[-1].sequence
@@ -196,7 +198,7 @@ class Subscription:
                 continue
             after = spliced.sequence
             batch.append(spliced)
-            if spliced.type in _TERMINALS:
+            if spliced.type in _ENDS:
                 break
         return batch
 
@@ -253,12 +255,16 @@ class Subscription:
                 if texts:
                     self._heard = beat = time.monotonic()
                 batch = self._fresh(texts)
+                notice = batch.pop() if batch and batch[-1].type == REPLACED else None
                 if batch:
                     self.after = batch[-1].sequence
                     handed = True
                     yield batch
                     if batch[-1].type in _TERMINALS:
                         return
+                if notice is not None:
+                    # The run was taken over: what came before it, then the news, at once.
+                    raise replaced_error(self.segment_id, _notice_data(notice))
         finally:
             self._sink = None  # never written by the reader once the response is gone
 
@@ -342,6 +348,16 @@ def _within(texts: list[str], chars: int) -> int:
 
 
 _TERMINALS: Final = frozenset({"stream.completed", "stream.interrupted", "stream.failed"})
+#: what ends a read of a segment: its terminal, or the notice that its run went on elsewhere
+_ENDS: Final = _TERMINALS | {REPLACED}
+
+
+def _notice_data(notice: Spliced) -> object:
+    """The data of a ``stream.replaced`` notice, from its frame (``data: {...}``)."""
+    try:
+        return json.loads(notice.frame.removeprefix("data: "))
+    except ValueError:
+        return None
 
 
 @dataclasses.dataclass(eq=False)

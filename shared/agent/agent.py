@@ -287,6 +287,7 @@ class Agent:
         loop = self._loop(record)
         if answers is None:  # recovery of a running run
             loop.write(attempt=record.attempt + 1, checkpoint=self._stamped(record))
+            loop.took_over = True
             return loop, True
         request = request_from_record(record)
         if request is None:

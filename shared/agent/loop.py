@@ -119,6 +119,9 @@ class RunLoop:
         self.stop_signal = stop_signal if stop_signal is not None else StopSignal()
         self._history = None if history is None else tuple(history)
         self._stop_read = admitted
+        #: admitted as the takeover of a lost writer's run (a recovery): the segment
+        #: fences the lost writer's log and tells its readers (channels.SegmentLog)
+        self.took_over = False
 
     # persistence ---------------------------------------------------------------
 

@@ -14,10 +14,15 @@ from relayline.shared.agent.spec import RunState
 from relayline.shared.batch import request_from_record
 from relayline.shared.chunks import InterruptEvent
 from relayline.shared.delivery import Channel, GuardedChannel
-from relayline.shared.errors import ConflictError, RelaylineError, RunFailedError
+from relayline.shared.errors import (
+    ConflictError,
+    FencedOutError,
+    RelaylineError,
+    RunFailedError,
+)
 from relayline.shared.events import ProtocolEvent
 from relayline.shared.failures import failure_code
-from relayline.shared.persistence.store import RunRecord
+from relayline.shared.persistence.store import RunRecord, StopRequestedError
 from relayline.shared.protocols.adapter import StreamAdapter
 from relayline.shared.texts import RUN_FAILED
 
@@ -60,12 +65,17 @@ def run_segment(
                 with contextlib.suppress(Exception):
                     on_channel_error(exc)
     thread_id = loop.record.thread_id
+    if channel is not None:
+        # Before the first event: every write carries the attempt this segment holds.
+        channel.fence(loop.record.attempt, took_over=loop.took_over)
 
     def out(events: Iterable[ProtocolEvent]) -> Generator[ProtocolEvent, None, None]:
         for event in events:
             yield event
             if channel is not None:
                 channel.send(event)
+                if channel.fenced is not None:
+                    raise channel.fenced
 
     try:
         if adapter is not None:
@@ -85,8 +95,18 @@ def run_segment(
         # The consumer went away mid-segment: the run cannot finish here.
         _record_failure(loop, RunFailedError("The stream consumer disconnected."))
         raise
+    except FencedOutError:
+        raise  # another attempt owns the run: no failure recorded, no frame, no terminal
     except Exception as exc:
-        _record_failure(loop, exc)
+        taken = _taken_over(exc) or _record_failure(loop, exc)
+        if taken is not None:
+            # The run moved on under this writer (a recovery took it over): the same
+            # quiet end as a log that refused our write, never "The run failed." for a
+            # run that goes on elsewhere.
+            raise FencedOutError(
+                f"Run '{loop.record.run_id}' was taken over: {taken.message}",
+                fence_reason=f"store refused attempt {loop.record.attempt}: {taken.message}",
+            ) from exc
         if adapter is not None:
             yield from out(adapter.error(exc))
         if channel is not None:
@@ -118,10 +138,21 @@ def run_segment(
     return state
 
 
-def _record_failure(loop: RunLoop, exc: BaseException) -> None:
-    # Fenced out: another process owns the run now and decides its fate.
-    with contextlib.suppress(ConflictError):
+def _taken_over(exc: BaseException) -> ConflictError | None:
+    """``exc`` when it says another writer changed the run (a stop's refusal aside)."""
+    if isinstance(exc, ConflictError) and not isinstance(exc, StopRequestedError):
+        return exc
+    return None
+
+
+def _record_failure(loop: RunLoop, exc: BaseException) -> ConflictError | None:
+    """Record the run failed; the refusal when another process owns the run now (it
+    decides the run's fate: nothing is written, and nothing must be said)."""
+    try:
         loop.fail(exc)
+    except ConflictError as refused:
+        return refused
+    return None
 
 
 def _report(

@@ -1,7 +1,9 @@
 """SIGKILL of a prefork pool child mid-run (the fault injected at the second model
 call, after a backend tool was checkpointed): only the child dies, its worker's main
-process redelivers the task at once (``reject_on_worker_lost``) and the run goes on
-from the checkpoint without running the tool again. Under the threads pool the whole
+process redelivers the task at once (``reject_on_worker_lost``), which leaves the run to
+its holder while the dead child's beat lives (a holder is its instance id: host and pid
+never prove it gone), and the sweeper recovers it from the checkpoint once the beat
+lapses, without running the tool again. Under the threads pool the whole
 worker goes instead: test_worker_loss.py."""
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def test_a_killed_pool_child_is_redelivered_without_rerunning_its_tool(
             store.dispose()
         assert worker.process.poll() is None and worker.process.pid == main_pid  # it lived
         report(
-            f"pool child SIGKILLed (prefork, redelivered): n=1 completed in {took:.1f}s "
+            f"pool child SIGKILLed (prefork, recovered by the sweep): n=1 completed in {took:.1f}s "
             f"executions/tool={count(tmp_path, 'tool.weather')} lost=0"
         )
         assert count(tmp_path, "tool.weather") == 1
