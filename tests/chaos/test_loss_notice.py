@@ -123,7 +123,7 @@ def test_a_relayed_client_hears_of_the_loss_within_3_s_of_the_recovery(
             assert all(event["type"] != "done" for _, event in events)
             # Resuming with the last cursor before the notice: the same news, and the
             # notice itself is never an event a client gets.
-            told = list(
+            resumed = list(
                 frames(
                     requests.get(
                         f"{web.url}/api/threads/notice-1/stream",
@@ -133,8 +133,8 @@ def test_a_relayed_client_hears_of_the_loss_within_3_s_of_the_recovery(
                     )
                 )
             )
-            assert told[-1].event["code"] == "RUN_CONTINUES_ELSEWHERE"
-            assert all(not f.event["type"].startswith("stream.") for f in told)
+            assert resumed[-1].event["code"] == "RUN_CONTINUES_ELSEWHERE"
+            assert all(not f.event["type"].startswith("stream.") for f in resumed)
             until(
                 lambda: (
                     (r := store.current_run("notice-1")) is not None and r.status == "completed"
