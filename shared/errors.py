@@ -52,7 +52,7 @@ class RefusalDetails(TypedDict, total=False):
 
 
 #: why a run failed, on the wire (AG-UI ``RUN_ERROR.code``, native ``error.code``), in
-#: ``GET /api/threads/<id>`` (``run.error.code``) and in the worker's log; the README
+#: ``GET /api/threads/<id>`` (``run.error.code``) and in the worker's log; docs/guide.md
 #: lists them. Stable: clients may branch on them.
 FailureCode = Literal[
     "provider_auth",

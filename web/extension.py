@@ -17,6 +17,7 @@ from relayline.shared import telemetry
 from relayline.shared.settings import Settings
 from relayline.web import (
     agui,
+    api_docs,
     connect,
     cors,
     cross_site,
@@ -125,4 +126,5 @@ def _mount(svc: Services) -> Blueprint:
     )
     for module in blueprints:
         parent.register_blueprint(module.bp)
+    parent.register_blueprint(api_docs.blueprint(svc.url_prefix), url_prefix=api_docs.DOCS_PATH)
     return parent

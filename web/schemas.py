@@ -561,6 +561,11 @@ OPERATIONS: dict[str, Operation] = {
         {200: Answer("a file", media="application/octet-stream"), **COMMON, **errors(404)},
         path={"filename": {"type": "string"}},
     ),
+    "api_docs.show": Operation(
+        "the interactive viewer of this description (Swagger UI) and its files",
+        {200: Answer("the page or a file", media="text/html"), **COMMON, **errors(404)},
+        path={"path": {"type": "string"}},
+    ),
     "openapi.document": Operation(
         "this description (OpenAPI 3.1)", {200: Answer("the document", media="application/json")}
     ),

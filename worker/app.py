@@ -53,7 +53,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         # Many turns per process: a turn mostly waits on its model (RELAYLINE_WORKER_POOL,
-        # RELAYLINE_WORKER_CONCURRENCY; the README gives the reason and the sizing rules).
+        # RELAYLINE_WORKER_CONCURRENCY; docs/deployment.md gives the reason and the sizing rules).
         worker_pool=(pool := _runnable_pool(settings.worker_pool)),
         worker_concurrency=settings.worker_concurrency,
         task_soft_time_limit=TASK_SOFT_TIME_LIMIT,

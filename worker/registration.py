@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Celery, Task
+from kombu import Connection
 
 from relayline.shared.settings import Settings
 from relayline.worker import runlog  # noqa: F401  (connects the run log to every task)
@@ -52,7 +53,9 @@ def register(celery_app: Celery, *, queue: str | None = None) -> dict[str, Task[
     environment, as ``relayline worker`` does. Returns the tasks by name."""
     import relayline.worker.tasks  # noqa: F401  (declares the bodies)
 
-    queue = queue or Settings.from_env().queue
+    settings = Settings.from_env()
+    queue = queue or settings.queue
+    _warn_about_another_broker(celery_app, settings.broker_url)
     visibility = (celery_app.conf.broker_transport_options or {}).get("visibility_timeout")
     if visibility is not None and visibility <= TASK_TIME_LIMIT:
         logger.warning(
@@ -63,6 +66,49 @@ def register(celery_app: Celery, *, queue: str | None = None) -> dict[str, Task[
             VISIBILITY_TIMEOUT,
         )
     return {name: _declare(celery_app, name, body, queue) for name, body in BODIES.items()}
+
+
+#: the broker a Celery app without ``broker_url`` connects to (Celery's own default)
+CELERY_DEFAULT_BROKER = "amqp://guest:guest@localhost:5672//"
+
+
+def _warn_about_another_broker(celery_app: Celery, relaylines: str | None) -> None:
+    """One WARNING line when ``celery_app`` listens on another broker than the one
+    relayline's web sends turns to (CELERY_BROKER_URL, else REDIS_URL): its workers
+    would never receive a turn, and nothing else says so (the web is ready, the worker
+    is ready, and every turn waits until the relay's timeout)."""
+    if relaylines is None:
+        return  # relayline's own app has no broker either: nothing sends turns yet
+    hosts = celery_app.conf.broker_url or CELERY_DEFAULT_BROKER
+    if _same_broker(hosts, relaylines):
+        return
+    logger.warning(
+        "the Celery app %r uses the broker %s, but relayline sends turns to %s "
+        "(CELERY_BROKER_URL, else REDIS_URL): its workers will never receive a turn; "
+        "give the app relayline's broker (Celery(broker=Settings.from_env().broker_url))",
+        celery_app.main,
+        _shown(hosts),
+        _shown(relaylines),
+    )
+
+
+def _same_broker(one: str, other: str) -> bool:
+    """Whether two broker URLs name the same broker, once kombu has filled in the
+    defaults each leaves out (``amqp://`` is ``amqp://guest:guest@localhost:5672//``,
+    ``redis://h`` is ``redis://h:6379/0``)."""
+    return _normalized(one) == _normalized(other)
+
+
+def _normalized(url: str) -> str:
+    uri = str(Connection(url).as_uri(include_password=True))
+    if uri.startswith(("redis://", "rediss://")) and uri.endswith("//"):
+        return uri[:-1] + "0"  # Redis's database 0 when the URL names none
+    return uri
+
+
+def _shown(url: str) -> str:
+    """A broker URL without its password, for the log."""
+    return str(Connection(url).as_uri())
 
 
 def _declare(celery_app: Celery, name: str, body: TaskBody, queue: str | None) -> Task[Any, str]:

@@ -482,7 +482,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     # NORMAL in WAL: a commit is not fsynced, only each checkpoint is. A crash of the
     # process loses nothing; a power loss may lose the last commits, never the file's
-    # consistency (the README states the trade-off). PostgreSQL is unchanged.
+    # consistency (docs/deployment.md states the trade-off). PostgreSQL is unchanged.
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

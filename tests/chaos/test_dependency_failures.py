@@ -152,7 +152,7 @@ def test_redis_restarted_mid_relay_the_run_completes_into_history(tmp_path: Path
             assert count(tmp_path, "gate.reached") == 1
             # Celery's consumer may exit as its broker comes back (kombu restores the
             # unacknowledged task on a closed connection: "Unrecoverable error"); a
-            # supervisor starts it again, as the README's operations section asks.
+            # supervisor starts it again, as docs/operations.md asks.
             until(
                 lambda: (
                     worker.process.poll() is not None

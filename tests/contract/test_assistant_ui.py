@@ -2,10 +2,10 @@
 ``@assistant-ui/react-ai-sdk``) in headless Chromium against ``POST /api/chat`` of the
 running stack: a real Celery worker, the web app on a real port, Redis and a SQLite
 database. The page (``tests/contract/assistant-ui/src``, built with Vite) uses the
-recipes the README gives for assistant-ui (history from ``GET /api/chat/<id>``, a Stop
+recipes docs/clients.md gives for assistant-ui (history from ``GET /api/chat/<id>``, a Stop
 that stops the run, ``?onDisconnect=cancel`` for a page that cannot resume) and is served
 on the web app's own origin; a second page (``agui.html``) runs assistant-ui's AG-UI
-runtime with the README's history adapter. The scenarios live in the Node suite
+runtime with the history adapter of docs/clients.md. The scenarios live in the Node suite
 ``tests/contract/assistant-ui/*.test.mjs``, driven by playwright-core; this module
 installs and builds the page, starts the stack once (the Vercel suite's scripted agent,
 tests/contract/vercel_agent.py) and requires every Node test to pass.

@@ -97,3 +97,42 @@ def test_the_demo_agent_imports_without_the_web_side() -> None:
     code = "from relayline import Relayline; print(Relayline.__module__)"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.stdout.strip() == "relayline.web.extension", done.stderr
+
+
+def _broker_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "will never receive a turn" in r.message]
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_register_warns_once_when_the_host_app_listens_on_another_broker(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from relayline.worker import register
+
+    # relayline's web sends turns to CELERY_BROKER_URL, else REDIS_URL
+    monkeypatch.delenv("CELERY_BROKER_URL")
+    monkeypatch.setenv("REDIS_URL", "redis://:secret@127.0.0.1:6390/3")
+    caplog.set_level("WARNING", logger="relayline.worker")
+    register(Celery("no_broker"))  # Celery's default: RabbitMQ on localhost
+    register(Celery("other_redis", broker="redis://127.0.0.1:6390/4"))
+    warnings = _broker_warnings(caplog)
+    assert len(warnings) == 2
+    assert "'no_broker' uses the broker amqp://guest:**@localhost:5672//" in warnings[0]
+    assert "relayline sends turns to redis://:**@127.0.0.1:6390/3" in warnings[0]
+    assert "uses the broker redis://:**@127.0.0.1:6390/4," in warnings[1]
+    assert "secret" not in " ".join(warnings)
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_register_is_quiet_when_the_host_app_shares_relaylines_broker(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from relayline.worker import register
+
+    monkeypatch.delenv("CELERY_BROKER_URL")
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6390/0")
+    caplog.set_level("WARNING", logger="relayline.worker")
+    register(Celery("same", broker="redis://127.0.0.1:6390"))  # database 0 by default
+    monkeypatch.setenv("CELERY_BROKER_URL", "amqp://guest:guest@localhost:5672//")
+    register(Celery("same_rabbit", broker="amqp://"))
+    assert _broker_warnings(caplog) == []

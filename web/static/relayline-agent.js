@@ -34,7 +34,7 @@
 // waits on one), then the running answer replayed from its start and followed live to
 // its end; nothing when the thread is unknown. A CopilotKit runtime can serve its own
 // connect route from it (an AgentRunner whose connect() calls the agent's connect(); see
-// the README), so a reloaded CopilotKit page rejoins a run whatever runtime process
+// docs/clients.md), so a reloaded CopilotKit page rejoins a run whatever runtime process
 // started it.
 //
 // Copy this file into your app, import it, or install it as '@relayline/client/agent'

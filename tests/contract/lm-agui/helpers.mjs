@@ -79,7 +79,7 @@ class Exchange {
 
 /**
  * A chat page on one thread, wired as the library's own `useAgent` wires AgentClient
- * (README, "Data flow"; its React hooks cannot run without a renderer): text deltas
+ * (docs/guide.md, "What happens to a turn"; its React hooks cannot run without a renderer): text deltas
  * accumulate into the assistant message, tool calls are buffered, a backend result
  * (TOOL_CALL_RESULT) becomes a tool message, and at RUN_FINISHED the buffered calls are
  * committed with the text and every pending frontend call is executed by its handler,

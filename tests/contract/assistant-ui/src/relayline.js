@@ -1,4 +1,4 @@
-// The recipes an assistant-ui page needs with relayline (README, "assistant-ui"): its
+// The recipes an assistant-ui page needs with relayline (docs/clients.md, "assistant-ui"): its
 // AI SDK runtime over `useChat` with relayline's own chat id, the thread's history
 // from GET /api/chat/<id>, and a Stop that stops the run, not only the request.
 //
