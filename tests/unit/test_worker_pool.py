@@ -102,7 +102,7 @@ def test_gevent_in_an_unpatched_process_runs_the_threads_pool(
         assert caplog.text == ""
         monkeypatch.setattr(relayline.worker.app, "app", fallen_back)
         _explain_pool(sender=cast("WorkController", SimpleNamespace(app=fallen_back)))
-    assert fallen_back.conf.worker_pool == "threads"
+    assert fallen_back.conf.relayline_pool == fallen_back.conf.worker_pool == "threads"
     assert "start the worker with --pool gevent" in caplog.text
     assert make_celery(Settings(redis_url=url, worker_pool="prefork")).conf.worker_pool == "prefork"
 
@@ -137,7 +137,9 @@ def test_a_gevent_worker_turns_amqp_heartbeats_off(monkeypatch: pytest.MonkeyPat
     url = "amqp://guest:guest@127.0.0.1:1//"
     monkeypatch.setattr(green, "patched", lambda module="threading": True)
     app = make_celery(Settings(redis_url="redis://127.0.0.1:1/0", celery_broker_url=url))
-    assert app.conf.worker_pool == "gevent"
+    assert app.conf.relayline_pool == "gevent"
+    # Celery's own setting stays unset for gevent: Celery warns about it on every start.
+    assert app.conf.worker_pool != "gevent"
     assert app.conf.broker_heartbeat == 0
     threads = make_celery(
         Settings(redis_url="redis://127.0.0.1:1/0", celery_broker_url=url, worker_pool="threads")
