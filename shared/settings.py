@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from relayline.shared.auth import DEFAULT_TOKEN_TTL, MIN_SECRET_LENGTH
+from relayline.shared.database_urls import with_driver
 from relayline.shared.origins import parse_origins
 
 DELIVERIES = ("relay", "pusher", "mercure")
@@ -57,7 +58,7 @@ DEV_SECRET_KEY: Final = "dev-insecure-secret"
 class PusherSettings:
     """Pusher, or a server speaking its protocol (soketi, Reverb): ``PUSHER_*``."""
 
-    #: PUSHER_APP_ID
+    #: PUSHER_APP_ID, the application's id at Pusher (or soketi, Reverb)
     app_id: str | None = None
     #: PUSHER_KEY, the public app key browsers subscribe with
     key: str | None = None
@@ -160,7 +161,7 @@ class JWTSettings:
 class Settings:
     """Everything relayline reads from its environment, read once (``from_env``)."""
 
-    #: DATABASE_URL, an SQLAlchemy URL
+    #: DATABASE_URL, an SQLAlchemy URL; ``postgres://`` and ``postgresql://`` use psycopg 3
     database_url: str = "sqlite:///relayline.db"
     #: REDIS_URL, relay Pub/Sub and (without CELERY_BROKER_URL) the Celery broker
     redis_url: str | None = None
@@ -235,8 +236,11 @@ class Settings:
     metrics: bool = False
     #: RELAYLINE_METRICS_PORT: a worker serves its metrics on 127.0.0.1 at this port
     metrics_port: int | None = None
+    #: RELAYLINE_TRACING=1 traces into a tracer provider the application configured (on
+    #: whenever OTEL_EXPORTER_OTLP_ENDPOINT is set)
     tracing: bool = False
-    #: OTEL_SERVICE_NAME, else relayline-web / relayline-worker
+    #: OTEL_SERVICE_NAME, the service name of the traces; unset: relayline-web or
+    #: relayline-worker
     service_name: str | None = None
     #: RELAYLINE_WORKER_POOL, the Celery pool of ``relayline worker``: one of WORKER_POOLS
     worker_pool: str = "gevent"
@@ -360,7 +364,7 @@ class Settings:
         return cls(
             max_queued_turns=_limit(env, "RELAYLINE_MAX_QUEUED_TURNS"),
             max_queued_turns_per_owner=_limit(env, "RELAYLINE_MAX_QUEUED_TURNS_PER_OWNER"),
-            database_url=get("DATABASE_URL") or cls.database_url,
+            database_url=with_driver(get("DATABASE_URL") or cls.database_url),
             redis_url=get("REDIS_URL"),
             celery_broker_url=get("CELERY_BROKER_URL"),
             agent=get("RELAYLINE_AGENT") or cls.agent,

@@ -5,12 +5,16 @@ from collections.abc import Iterator
 import pytest
 
 from relayline.shared.persistence import Store
+from tests.support.isolation import forget_service_urls
 from tests.support.mercure_hub import MercureHub, mercure_hub
 from tests.support.postgres import fresh_database, postgres_server
 from tests.support.pusher_js import CLIENT as PUSHER_CLIENT
 from tests.support.redis_server import RedisDatabases, redis_server
 from tests.support.soketi import Soketi, ensure_node_modules, soketi_server
 from tests.support.vercel import VercelSchema, vercel_schema_checker
+
+# Before any test reads its settings: the shell's REDIS_URL or DATABASE_URL may be someone's.
+forget_service_urls()
 
 # The channel behaviour suite keeps its asserts in a plain module that the unit (memory)
 # and integration (Redis, Pusher, Mercure) suites run: have pytest explain its failures.

@@ -54,7 +54,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
         worker_prefetch_multiplier=1,
         # Many turns per process: a turn mostly waits on its model (RELAYLINE_WORKER_POOL,
         # RELAYLINE_WORKER_CONCURRENCY; docs/deployment.md gives the reason and the sizing rules).
-        worker_pool=(pool := _runnable_pool(settings.worker_pool)),
+        # relayline's choice is kept apart from Celery's worker_pool, which Celery warns
+        # about for gevent on every start (that pool is named on the command line).
+        relayline_pool=(pool := _runnable_pool(settings.worker_pool)),
         worker_concurrency=settings.worker_concurrency,
         task_soft_time_limit=TASK_SOFT_TIME_LIMIT,
         task_time_limit=TASK_TIME_LIMIT,
@@ -72,6 +74,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
     if broker.split("://", 1)[0] in ("redis", "rediss"):
         # Turns waiting in the broker are taken in batches, not one per round trip.
         app.conf.broker_transport = "relayline.worker.intake:Transport"
+    if pool != "gevent":
+        # A configured pool overrides Celery's default (``--pool prefork``).
+        app.conf.worker_pool = pool
     if pool == "gevent":
         # Under gevent Celery consumes in its blocking synloop, and with AMQP heartbeats
         # on it took about 100 ms per message (10 tasks/s received, measured; off: all at
@@ -108,7 +113,7 @@ def _trace(**_: object) -> None:
 def _explain_pool(sender: WorkController, **_: object) -> None:
     """A relayline worker asked for gevent but running threads says why, once, at start."""
     asked = Settings.from_env().worker_pool
-    if sender.app is app and asked == "gevent" and app.conf.worker_pool == "threads":
+    if sender.app is app and asked == "gevent" and app.conf.relayline_pool == "threads":
         logger.warning(
             "RELAYLINE_WORKER_POOL=gevent, but this process is not monkey patched: start "
             "the worker with --pool gevent (relayline worker does). Running the threads pool."

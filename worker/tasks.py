@@ -467,7 +467,7 @@ _sweepers: list[Sweeper] = []
 @worker_ready.connect
 def _start_sweeper(**_: object) -> None:
     res = resources()
-    if app.conf.worker_pool != "prefork":  # a prefork child runs one turn: it subscribes then
+    if app.conf.relayline_pool != "prefork":  # a prefork child runs one turn: it subscribes then
         process_watcher(res.redis).start()  # subscribed before the first turn arrives
 
     def send(job: RecoverJob) -> None:

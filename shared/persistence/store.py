@@ -19,6 +19,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Connection, Engine
 
+from relayline.shared.database_urls import with_driver
 from relayline.shared.errors import ConflictError, RunInFlightError
 from relayline.shared.interrupts import InterruptJSON
 from relayline.shared.jsonutil import dumps
@@ -116,6 +117,7 @@ class Store:
     process builds its own (engines are not shared across fork)."""
 
     def __init__(self, url: str, *, migrate: bool = True, **engine_options: Any) -> None:
+        url = with_driver(url)  # postgres:// as hosts give it
         if url.startswith("sqlite"):
             engine_options.setdefault("connect_args", {"timeout": 30})
         else:

@@ -271,3 +271,11 @@ def test_the_segment_log_limits_are_configurable() -> None:
 def test_direct_relay_writes_are_on_unless_turned_off(value: str | None, direct: bool) -> None:
     env = {} if value is None else {"RELAYLINE_RELAY_DIRECT": value}
     assert Settings.from_env(env).relay_direct is direct
+
+
+def test_postgres_urls_as_hosts_give_them_use_psycopg_3() -> None:
+    for given in ("postgres://u:p@db:5432/app", "postgresql://u:p@db:5432/app"):
+        settings = Settings.from_env({"DATABASE_URL": given})
+        assert settings.database_url == "postgresql+psycopg://u:p@db:5432/app"
+    kept = "postgresql+psycopg://u@db/app"
+    assert Settings.from_env({"DATABASE_URL": kept}).database_url == kept
