@@ -9,6 +9,7 @@ protocol's event schema (``contentSchema``: a union discriminated by ``type``)."
 from __future__ import annotations
 
 import re
+from importlib.metadata import version
 from typing import Any, TypedDict
 
 from ag_ui.core import Event as AGUIEvent
@@ -208,7 +209,7 @@ def build(app: Flask) -> Document:
     _, schemas = models_json_schema([(m, "validation") for m in _models()], ref_template=REF)
     return {
         "openapi": "3.1.0",
-        "info": {"title": "relayline", "version": "0.1.0"},
+        "info": {"title": "relayline", "version": version("relayline")},
         "paths": paths,
         "components": {"schemas": {**schemas.get("$defs", {}), **_event_schemas()}},
     }

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
+import relayline
 from relayline.shared.errors import InputTranslationError
 from relayline.shared.settings import Settings
 from relayline.web import Relayline, create_app
@@ -94,3 +95,9 @@ def test_the_routes_models_refuse_with_their_messages() -> None:
         parse_body(ChatStopBody)
     with app.test_request_context(json={"content": "hi", "extra": 1}):
         assert parse_body(NativeMessageBody).content == "hi"
+
+
+def test_the_document_names_relayline_s_version(tmp_path: Path) -> None:
+    app = create_app(_settings(tmp_path))
+    document = app.test_client().get("/openapi.json").get_json()
+    assert document["info"]["version"] == relayline.__version__
