@@ -29,6 +29,8 @@ from relayline.shared.settings import child_environment
 
 #: seconds the web has to answer /healthz after it starts (a cold, loaded machine)
 HEALTHY_WITHIN = 120.0
+#: seconds between the lines saying that the start is still going on
+HEARTBEAT = 4.0
 #: seconds the embedded Redis has to answer PING
 REDIS_READY_WITHIN = 20.0
 #: seconds the web and worker have to stop after SIGTERM before they are killed
@@ -133,10 +135,14 @@ def stop_all(children: Sequence[subprocess.Popen[bytes]]) -> None:
 
 def wait_healthy(url: str, children: Sequence[subprocess.Popen[bytes]]) -> bool:
     """Whether ``url`` answered 200 before any child exited or HEALTHY_WITHIN passed."""
-    deadline = time.monotonic() + HEALTHY_WITHIN
+    started = time.monotonic()
+    deadline, said = started + HEALTHY_WITHIN, started
     while time.monotonic() < deadline:
         if any(child.poll() is not None for child in children):
             return False
+        if time.monotonic() - said >= HEARTBEAT:  # nothing silent for long
+            said = time.monotonic()
+            print(f"   ... waiting for the web to answer ({said - started:.0f} s)", flush=True)
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
