@@ -63,12 +63,16 @@ def port_problem(host: str, port: int) -> str | None:
     return None
 
 
+#: libc, loaded here: the child between fork and exec only calls it (up has one thread)
+_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
+
+
 def _own_group() -> None:
     """In the child before exec: a process group of its own (the terminal's Ctrl-C is for
     ``up`` alone), and SIGTERM when ``up`` dies."""
     os.setpgid(0, 0)
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def start_child(
