@@ -29,6 +29,8 @@ from relayline.shared.settings import child_environment
 
 #: seconds the web has to answer /healthz after it starts (a cold, loaded machine)
 HEALTHY_WITHIN = 120.0
+#: seconds between the lines saying that the start is still going on
+HEARTBEAT = 4.0
 #: seconds the embedded Redis has to answer PING
 REDIS_READY_WITHIN = 20.0
 #: seconds the web and worker have to stop after SIGTERM before they are killed
@@ -61,12 +63,16 @@ def port_problem(host: str, port: int) -> str | None:
     return None
 
 
+#: libc, loaded here: the child between fork and exec only calls it (up has one thread)
+_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
+
+
 def _own_group() -> None:
     """In the child before exec: a process group of its own (the terminal's Ctrl-C is for
     ``up`` alone), and SIGTERM when ``up`` dies."""
     os.setpgid(0, 0)
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def start_child(
@@ -133,10 +139,14 @@ def stop_all(children: Sequence[subprocess.Popen[bytes]]) -> None:
 
 def wait_healthy(url: str, children: Sequence[subprocess.Popen[bytes]]) -> bool:
     """Whether ``url`` answered 200 before any child exited or HEALTHY_WITHIN passed."""
-    deadline = time.monotonic() + HEALTHY_WITHIN
+    started = time.monotonic()
+    deadline, said = started + HEALTHY_WITHIN, started
     while time.monotonic() < deadline:
         if any(child.poll() is not None for child in children):
             return False
+        if time.monotonic() - said >= HEARTBEAT:  # nothing silent for long
+            said = time.monotonic()
+            print(f"   ... waiting for the web to answer ({said - started:.0f} s)", flush=True)
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:

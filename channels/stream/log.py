@@ -270,8 +270,6 @@ class SegmentLog:
         self.epoch = 0
         self._started = False
         self._release = client.register_script(_RELEASE)
-        self._append = client.register_script(_APPEND)
-        self._take = client.register_script(_TAKE_OVER)
         self._lock = threading.Lock()  # the buffer, its terminal flag, the schedule
         self._buffer: list[str] = []
         self._terminal = False
@@ -381,21 +379,23 @@ class SegmentLog:
             self.client, self.thread_id
         )
         pipe = self.client.pipeline(transaction=False)
-        self._take(
-            keys=[log_key(self.segment_id), self.fence],
-            args=[epoch, "", "", keep, REPLACED],
-            client=pipe,
-        )
+        pipe.eval(_TAKE_OVER, 2, self.key, self.fence, epoch, "", "", keep, REPLACED)
         noticed = lost is not None and lost.segment_id != self.segment_id
         if lost is not None and noticed:
             # The pointers first: a reader that hears the notice finds this segment newest.
             pipe.set(active_key(self.thread_id), self.pointer, ex=keep)
             pipe.set(latest_key(self.thread_id), self.pointer, ex=keep)
             pipe.sadd(segments_key(self.thread_id), self.segment_id)
-            self._take(
-                keys=[log_key(lost.segment_id), fence_key(lost.segment_id)],
-                args=[epoch, lost.segment_id, self.segment_id, keep, REPLACED],
-                client=pipe,
+            pipe.eval(
+                _TAKE_OVER,
+                2,
+                log_key(lost.segment_id),
+                fence_key(lost.segment_id),
+                epoch,
+                lost.segment_id,
+                self.segment_id,
+                keep,
+                REPLACED,
             )
         pipe.execute()
         return lost.segment_id if lost is not None and noticed else None
@@ -426,11 +426,9 @@ class SegmentLog:
             expire = _seconds(self.limits.retention)
         else:
             expire = 0 if self._started else _seconds(self.limits.max_age)
-        self._append(
-            keys=[self.key, self.fence],
-            args=[self.epoch, entry, len(self._kept), expire],
-            client=pipe,
-        )
+        # EVAL with the body, not a registered Script: redis-py checks a Script's SHA
+        # (SCRIPT EXISTS) before every pipeline that carries one, a round trip per write.
+        pipe.eval(_APPEND, 2, self.key, self.fence, self.epoch, entry, len(self._kept), expire)
         self._started = True
 
 

@@ -148,13 +148,13 @@ def test_a_relayed_client_hears_of_the_loss_within_3_s_of_the_recovery(
             web.stop()
             for worker in workers:
                 worker.stop()
-    detected, told = recovered - killed, heard - killed
+    detected, notified = recovered - killed, heard - killed
     report(
         f"worker loss notice ({broker} broker, whole worker SIGKILLed, default heartbeats): "
-        f"kill to recovery start {detected:.1f}s, kill to the client's notice {told:.1f}s "
+        f"kill to recovery start {detected:.1f}s, kill to the client's notice {notified:.1f}s "
         f"(notice {heard - recovered:+.2f}s after the recovery started)"
     )
     # The beat lapses at most LEASE after the kill, the next sweep finds it, and another
     # worker admits the recovery (its pickup: the last term).
     assert detected <= LEASE + SWEEP_INTERVAL + 2.0, detected
-    assert heard - recovered <= NOTICE_TARGET, (recovered - killed, heard - killed)
+    assert heard - recovered <= NOTICE_TARGET, (detected, notified)

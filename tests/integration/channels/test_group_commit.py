@@ -28,7 +28,8 @@ EAGER = LogBatching(linger=0)
 
 class HeldRedis(redis.Redis):
     """A real client whose next pipeline round can be held in flight (fault injection:
-    a slow round trip), and which records the XADD keys of every round it executed."""
+    a slow round trip), and which records the log keys every round it executed appended
+    to (each append is the fenced script, channels.stream.log: EVAL with its keys)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -42,7 +43,7 @@ class HeldRedis(redis.Redis):
         client = self
 
         def held_execute(raise_on_error: bool = True) -> list[Any]:
-            keys = [c[0][1] for c in pipe.command_stack if c[0][0] == "XADD"]
+            keys = [c[0][3] for c in pipe.command_stack if c[0][0] == "EVAL"]
             client.rounds.append([k.decode() if isinstance(k, bytes) else k for k in keys])
             gate, client.hold = client.hold, None
             if gate is not None:
