@@ -21,7 +21,8 @@ Hierarchy::
     │   └── AgentUnavailableError  the configured agent cannot be loaded (HTTP 503)
     └── DeliveryError              this stream ends, the run does not; the client is told why
         ├── RunElsewhereError      another delivery carries the run on (redelivered, duplicate)
-        └── StreamLostError        the stream's transport broke; the run goes on, resume it
+        ├── StreamLostError        the stream's transport broke; the run goes on, resume it
+        └── NoWorkerError          no worker took the turn in time: it was withdrawn, never run
 
 A refusal raised before a response starts is answered ``{"error": message, "type": class
 name}`` (and its ``details()``) with its status from ``HTTP_STATUS``
@@ -228,6 +229,13 @@ class StreamLostError(DeliveryError):
     code = "STREAM_INTERRUPTED"
 
 
+class NoWorkerError(DeliveryError):
+    """No worker took the turn within RELAYLINE_NO_WORKER_SECONDS: the relay withdrew it
+    (web.waiting), so it will never run; the client may send it again."""
+
+    code = "no_worker"
+
+
 #: The HTTP status of every error a request can be refused with (web/errors.py).
 HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
     {
@@ -257,6 +265,7 @@ NOT_HTTP: Final[frozenset[type[RelaylineError]]] = frozenset(
         DeliveryError,
         RunElsewhereError,
         StreamLostError,
+        NoWorkerError,
     }
 )
 

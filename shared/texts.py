@@ -48,3 +48,11 @@ def run_recovered(thread_id: str) -> str:
         f"The run of thread '{thread_id}' lost its worker and goes on in a new stream. "
         "Resume the thread's stream or reload it to follow the run."
     )
+
+
+def no_worker(seconds: float) -> str:
+    """A relayed turn no worker took in time (web.waiting): withdrawn, never run."""
+    return (
+        f"No worker took this turn within {seconds:g} s, so it was withdrawn and will not "
+        "run. Start a worker (relayline worker) and send it again."
+    )
