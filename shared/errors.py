@@ -70,19 +70,36 @@ FailureCode = Literal[
 FAILURE_CODES: Final = cast(tuple[FailureCode, ...], get_args(FailureCode))
 
 
+#: why a request was refused, as its JSON body's ``code`` (web.errors); stable: clients
+#: may branch on them, and the docs list them
+RefusalCode = Literal[
+    "MALFORMED_ANSWER",
+    "THREAD_ID_REQUIRED",
+    "THREAD_ID_INVALID",
+    "THREAD_BUSY",
+    "BODY_TOO_LARGE",
+    "TOKEN_MISSING",
+    "TOKEN_INVALID",
+    "TOKEN_EXPIRED",
+]
+
+
 class RelaylineError(Exception):
     """Root of every relayline error. ``message`` is the text a developer can act on;
-    ``reason`` the failure code a run failing with it reports."""
+    ``reason`` the failure code a run failing with it reports; ``code``, when given, the
+    refusal's code (its JSON body's ``code``)."""
 
     reason: FailureCode = "internal"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, code: RefusalCode | None = None) -> None:
         super().__init__(message)
         self.message = message
+        # Not ``code``: DeliveryError's class attribute of that name is a wire code.
+        self.refusal_code = code
 
     def details(self) -> RefusalDetails:
-        """Fields of the refusal's body beside ``error`` and ``type`` (none by default)."""
-        return {}
+        """Fields of the refusal's body beside ``error`` and ``type``: its code, if any."""
+        return {} if self.refusal_code is None else {"code": self.refusal_code}
 
 
 class InputTranslationError(RelaylineError):

@@ -53,7 +53,12 @@ from relayline.shared.persistence import RunRecord, ThreadRecord
 from relayline.shared.protocols import failure_frames, protocol
 from relayline.shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from relayline.shared.sse import encode_event
-from relayline.shared.texts import delivery_not_configured, run_recovered, stream_lost
+from relayline.shared.texts import (
+    delivery_not_configured,
+    run_recovered,
+    stream_lost,
+    thread_busy,
+)
 from relayline.web.admission import QueueFullError, admit_turn, retract, withdraw
 from relayline.web.bounds import json_body as json_body  # re-exported: it lived here
 from relayline.web.continuations import claim_answer, release_answer
@@ -89,10 +94,7 @@ def current_run(thread: ThreadRecord | None) -> RunRecord | None:
 def refuse_if_busy(thread_id: str, record: RunRecord | None) -> None:
     """A new turn while a run holds the thread is a 409 before anything is enqueued."""
     if record is not None and record.status in ("running", "suspended"):
-        raise RunInFlightError(
-            f"Cannot start a new turn on thread '{thread_id}': run '{record.run_id}' "
-            f"(attempt {record.attempt}) is {record.status}. Answer or wait for it first.",
-        )
+        raise RunInFlightError(thread_busy(thread_id, record), code="THREAD_BUSY")
 
 
 def refuse_replay(thread_id: str, message_id: str, stored_ids: Collection[str]) -> None:
