@@ -49,6 +49,8 @@ def reader_wake_key(token: str) -> str:
 STOPS_CHANNEL = "relayline:stops"
 #: sorted set of segments sent to the broker that no worker has started yet
 QUEUED_KEY = "relayline:{queued}"
+#: sorted set of live worker names scored by their last beat (channels.runs.workers)
+WORKERS_KEY = "relayline:workers"
 #: a lock that lets one worker process at a time sweep for runs that lost their worker
 SWEEP_LOCK = "relayline:sweeper"
 #: a list of broker messages no worker can run, with the reason
@@ -127,7 +129,7 @@ KEYS: tuple[KeySpec, ...] = (
         "relayline:{seg:<segment>}:stop",
         "string",
         "max age (RELAYLINE_STREAM_MAX_AGE): as long as the segment may be active",
-        "web (stop before start), worker (as the task starts: run:<run>)",
+        "web (stop before start, withdrawal: withdrawn), worker (as the task starts: run:<run>)",
         "web (stop), worker (as the task starts)",
     ),
     KeySpec(
@@ -199,6 +201,13 @@ KEYS: tuple[KeySpec, ...] = (
         "four heartbeat TTLs",
         "worker (sweeper)",
         "worker",
+    ),
+    KeySpec(
+        "relayline:workers",
+        "sorted set",
+        "heartbeat TTL after the last beat; members trimmed past it at every read",
+        "worker (presence)",
+        "web (/readyz)",
     ),
     KeySpec(
         "relayline:sweeper",

@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final, Literal
 
 import jwt
 
@@ -55,6 +56,22 @@ def mint_token(secret: str, user: str, ttl: float = DEFAULT_TOKEN_TTL) -> str:
 def verify_token(secret: str, token: str) -> str | None:
     """The user id a valid, unexpired token names, else None."""
     try:
+        return token_user(secret, token)
+    except AuthError:
+        return None
+
+
+#: the 401's text for a token of relayline's own that names nobody
+INVALID_TOKEN: Final = "A valid 'Authorization: Bearer <token>' header is required."
+#: the 401's text for one of relayline's own tokens past its lifetime
+EXPIRED_TOKEN: Final = "The token has expired: mint a new one (relayline token <user>)."
+
+
+def token_user(secret: str, token: str) -> str:
+    """The user id a valid, unexpired token of relayline's names; AuthError saying
+    whether it expired (``TOKEN_EXPIRED``: only a token whose signature verifies) or is
+    no token of ours at all (``TOKEN_INVALID``)."""
+    try:
         claims = jwt.decode(
             token,
             secret,
@@ -62,10 +79,14 @@ def verify_token(secret: str, token: str) -> str | None:
             issuer=_ISSUER,
             options={"require": ["exp", "iat", "sub", "iss"]},
         )
+    except jwt.ExpiredSignatureError:
+        raise AuthError(EXPIRED_TOKEN, "TOKEN_EXPIRED") from None
     except jwt.PyJWTError:
-        return None
+        raise AuthError(INVALID_TOKEN) from None
     user = claims.get("sub")
-    return user if isinstance(user, str) and _USER.match(user) else None
+    if not isinstance(user, str) or not _USER.match(user):
+        raise AuthError(INVALID_TOKEN)
+    return user
 
 
 #: the longest user id an owner column holds
@@ -77,12 +98,19 @@ JWKS_LIFESPAN = 300.0
 JWKS_TIMEOUT = 5.0
 
 
-class AuthError(Exception):
-    """A token that names nobody; ``message`` says why, for the 401 (never the token)."""
+#: why a token was refused, as the 401's ``code``: expired (sign in again), or anything
+#: else wrong with it
+TokenProblem = Literal["TOKEN_EXPIRED", "TOKEN_INVALID"]
 
-    def __init__(self, message: str) -> None:
+
+class AuthError(Exception):
+    """A token that names nobody; ``message`` says why, for the 401 (never the token),
+    and ``code`` which kind of refusal it is."""
+
+    def __init__(self, message: str, code: TokenProblem = "TOKEN_INVALID") -> None:
         super().__init__(message)
         self.message = message
+        self.code: TokenProblem = code
 
 
 class KeysUnavailableError(AuthError):
@@ -152,7 +180,9 @@ class IdentityTokens:
                 options={"require": ["exp", "iss", "aud", self.user_claim]},
             )
         except jwt.ExpiredSignatureError:
-            raise AuthError("The token has expired.") from None
+            raise AuthError(
+                "The token has expired: sign in again for a new one.", "TOKEN_EXPIRED"
+            ) from None
         except jwt.InvalidAudienceError:
             raise AuthError(
                 f"The token is not meant for this service (audience {self.audience!r})."

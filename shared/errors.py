@@ -22,7 +22,8 @@ Hierarchy::
     │   └── AgentUnavailableError  the configured agent cannot be loaded (HTTP 503)
     └── DeliveryError              this stream ends, the run does not; the client is told why
         ├── RunElsewhereError      another delivery carries the run on (redelivered, duplicate)
-        └── StreamLostError        the stream's transport broke; the run goes on, resume it
+        ├── StreamLostError        the stream's transport broke; the run goes on, resume it
+        └── NoWorkerError          no worker took the turn in time: it was withdrawn, never run
 
 A refusal raised before a response starts is answered ``{"error": message, "type": class
 name}`` (and its ``details()``) with its status from ``HTTP_STATUS``
@@ -70,19 +71,36 @@ FailureCode = Literal[
 FAILURE_CODES: Final = cast(tuple[FailureCode, ...], get_args(FailureCode))
 
 
+#: why a request was refused, as its JSON body's ``code`` (web.errors); stable: clients
+#: may branch on them, and the docs list them
+RefusalCode = Literal[
+    "MALFORMED_ANSWER",
+    "THREAD_ID_REQUIRED",
+    "THREAD_ID_INVALID",
+    "THREAD_BUSY",
+    "BODY_TOO_LARGE",
+    "TOKEN_MISSING",
+    "TOKEN_INVALID",
+    "TOKEN_EXPIRED",
+]
+
+
 class RelaylineError(Exception):
     """Root of every relayline error. ``message`` is the text a developer can act on;
-    ``reason`` the failure code a run failing with it reports."""
+    ``reason`` the failure code a run failing with it reports; ``code``, when given, the
+    refusal's code (its JSON body's ``code``)."""
 
     reason: FailureCode = "internal"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, code: RefusalCode | None = None) -> None:
         super().__init__(message)
         self.message = message
+        # Not ``code``: DeliveryError's class attribute of that name is a wire code.
+        self.refusal_code = code
 
     def details(self) -> RefusalDetails:
-        """Fields of the refusal's body beside ``error`` and ``type`` (none by default)."""
-        return {}
+        """Fields of the refusal's body beside ``error`` and ``type``: its code, if any."""
+        return {} if self.refusal_code is None else {"code": self.refusal_code}
 
 
 class InputTranslationError(RelaylineError):
@@ -243,6 +261,13 @@ class StreamLostError(DeliveryError):
     code = "STREAM_INTERRUPTED"
 
 
+class NoWorkerError(DeliveryError):
+    """No worker took the turn within RELAYLINE_NO_WORKER_SECONDS: the relay withdrew it
+    (web.waiting), so it will never run; the client may send it again."""
+
+    code = "no_worker"
+
+
 #: The HTTP status of every error a request can be refused with (web/errors.py).
 HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
     {
@@ -273,6 +298,7 @@ NOT_HTTP: Final[frozenset[type[RelaylineError]]] = frozenset(
         DeliveryError,
         RunElsewhereError,
         StreamLostError,
+        NoWorkerError,
     }
 )
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
-from relayline.shared.errors import WorkflowError
+from relayline.shared.errors import InputTranslationError, WorkflowError
 from relayline.shared.jsonutil import JSONObject, dumps
 
 Approval = Literal["pending", "approved", "rejected"]
@@ -119,8 +119,9 @@ def _new_answers(
     valid: Callable[[Any], bool],
     texts: tuple[str, str, str],
 ) -> dict[str, _A]:
-    """The answers that are new. Raises WorkflowError for a foreign id, a malformed
-    answer or a different outcome for a settled call; identical restatements pass.
+    """The answers that are new. Raises WorkflowError for a foreign id or a different
+    outcome for a settled call, InputTranslationError (400, ``MALFORMED_ANSWER``) for an
+    answer of the wrong shape; identical restatements pass.
     ``texts`` are the three messages, each formatted with the call id."""
     foreign, malformed, conflict = texts
     new: dict[str, _A] = {}
@@ -128,7 +129,7 @@ def _new_answers(
         if call_id not in pending and call_id not in settled:
             raise WorkflowError(foreign.format(call_id))
         if not valid(entry):
-            raise WorkflowError(malformed.format(call_id))
+            raise InputTranslationError(malformed.format(call_id), code="MALFORMED_ANSWER")
         if call_id not in settled:
             new[call_id] = entry
         elif dumps(settled[call_id]) != dumps(entry):

@@ -195,6 +195,13 @@ class Settings:
     #: RELAYLINE_RELAY_TIMEOUT, seconds a relayed response waits for the worker's next
     #: event before it gives up
     relay_timeout: float = 300.0
+    #: RELAYLINE_QUEUED_NOTICE_SECONDS, seconds a relayed turn waits for a worker to
+    #: take it before its response starts with a ``queued`` status (web.waiting)
+    queued_notice_seconds: float = 2.0
+    #: RELAYLINE_NO_WORKER_SECONDS, seconds a relayed turn waits for a worker at most
+    #: (RELAYLINE_RELAY_TIMEOUT when that is shorter): then it is withdrawn (never run)
+    #: and the client gets a ``no_worker`` error
+    no_worker_seconds: float = 60.0
     #: RELAYLINE_RELAY_DIRECT (default on; 0, false or off turns it off): under
     #: gunicorn's gevent worker the log reader writes a relayed response's frames
     #: straight to its socket once its headers are out (web.direct); off, every frame
@@ -284,6 +291,13 @@ class Settings:
             raise ValueError(problem)
         if (problem := self.mercure.problem()) is not None:
             raise ValueError(problem)
+        if not 0 < self.queued_notice_seconds < self.no_worker_seconds:
+            raise ValueError(
+                "RELAYLINE_QUEUED_NOTICE_SECONDS must be positive and shorter than "
+                f"RELAYLINE_NO_WORKER_SECONDS (got {self.queued_notice_seconds:g} and "
+                f"{self.no_worker_seconds:g}): a turn is said to be queued before it is "
+                "withdrawn."
+            )
         if self.token_ttl <= 0:
             raise ValueError("RELAYLINE_TOKEN_TTL must be a positive number of seconds.")
         if self.worker_pool not in WORKER_POOLS:
@@ -354,6 +368,12 @@ class Settings:
         ttl = _number(get("RELAYLINE_HEARTBEAT_TTL"), "RELAYLINE_HEARTBEAT_TTL", float)
         beat = _number(get("RELAYLINE_HEARTBEAT_INTERVAL"), "RELAYLINE_HEARTBEAT_INTERVAL", float)
         token_ttl = _number(get("RELAYLINE_TOKEN_TTL"), "RELAYLINE_TOKEN_TTL", float)
+        notice = _number(
+            get("RELAYLINE_QUEUED_NOTICE_SECONDS"), "RELAYLINE_QUEUED_NOTICE_SECONDS", float
+        )
+        no_worker = _number(
+            get("RELAYLINE_NO_WORKER_SECONDS"), "RELAYLINE_NO_WORKER_SECONDS", float
+        )
         concurrency = _number(
             get("RELAYLINE_WORKER_CONCURRENCY"), "RELAYLINE_WORKER_CONCURRENCY", int
         )
@@ -410,6 +430,10 @@ class Settings:
                 subscriber_jwt_key=get("MERCURE_SUBSCRIBER_JWT_KEY"),
             ),
             relay_timeout=float(timeout) if timeout is not None else cls.relay_timeout,
+            queued_notice_seconds=(
+                float(notice) if notice is not None else cls.queued_notice_seconds
+            ),
+            no_worker_seconds=float(no_worker) if no_worker is not None else cls.no_worker_seconds,
             relay_direct=(get("RELAYLINE_RELAY_DIRECT") or "on").lower()
             not in ("0", "false", "off"),
             stream_retention=float(retention) if retention is not None else cls.stream_retention,

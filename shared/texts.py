@@ -4,7 +4,19 @@ Texts that describe an id rule live with the rule, in ``relayline.shared.ids``."
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Protocol
+
+
+class RunRef(Protocol):
+    """What a text says of a run (a persistence RunRecord)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+
 
 #: what any failure shows: never the exception's own message, which may leak internals
 RUN_FAILED: Final = "The run failed."
@@ -28,6 +40,23 @@ def thread_not_found(thread_id: str) -> str:
     return f"Thread '{thread_id}' was not found."
 
 
+def thread_id_required(field: str) -> str:
+    """A body without its thread id (``field``: AG-UI ``threadId``, Vercel ``id``)."""
+    return f"{field} is required: the id of the conversation's thread."
+
+
+def thread_busy(thread_id: str, run: RunRef) -> str:
+    """A new turn refused while a run holds its thread: what to do instead."""
+    waiting = "waits for an answer" if run.status == "suspended" else "is running"
+    first = "answer it" if run.status == "suspended" else "wait for it to end"
+    return (
+        f"Thread '{thread_id}' is busy: run '{run.run_id}' (attempt {run.attempt}) "
+        f"{waiting}. To send this turn anyway, queue it after that run with "
+        f"?multitask=enqueue (AG-UI: forwardedProps.multitask), or stop that run with "
+        f"?multitask=interrupt or POST /api/threads/{thread_id}/cancel; else {first} first."
+    )
+
+
 def delivery_not_configured(delivery: str) -> str:
     """``delivery`` is the name people read: "Pusher" or "Mercure"."""
     return f"{delivery} delivery is not configured on this server."
@@ -47,4 +76,12 @@ def run_recovered(thread_id: str) -> str:
     return (
         f"The run of thread '{thread_id}' lost its worker and goes on in a new stream. "
         "Resume the thread's stream or reload it to follow the run."
+    )
+
+
+def no_worker(seconds: float) -> str:
+    """A relayed turn no worker took in time (web.waiting): withdrawn, never run."""
+    return (
+        f"No worker took this turn within {seconds:g} s, so it was withdrawn and will not "
+        "run. Start a worker (relayline worker) and send it again."
     )

@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 from werkzeug.exceptions import BadRequest
 
 from relayline.channels import (
+    TERMINALS,
     ActiveSegment,
     ChannelReadError,
     LogLimits,
@@ -52,7 +53,12 @@ from relayline.shared.persistence import RunRecord, ThreadRecord
 from relayline.shared.protocols import failure_frames, protocol
 from relayline.shared.sse import HEARTBEAT as SSE_HEARTBEAT
 from relayline.shared.sse import encode_event
-from relayline.shared.texts import delivery_not_configured, run_recovered, stream_lost
+from relayline.shared.texts import (
+    delivery_not_configured,
+    run_recovered,
+    stream_lost,
+    thread_busy,
+)
 from relayline.web.admission import QueueFullError, admit_turn, retract, withdraw
 from relayline.web.bounds import json_body as json_body  # re-exported: it lived here
 from relayline.web.continuations import claim_answer, release_answer
@@ -61,6 +67,7 @@ from relayline.web.direct import ClientGone, DirectSocket, direct_socket, frames
 from relayline.web.sending import release_if_idle, send_by_name
 from relayline.web.services import Services, services
 from relayline.web.stop import disconnect_policy, stop
+from relayline.web.waiting import WaitTimes, WorkerWait
 
 PushKind = Literal["pusher", "mercure"]
 
@@ -87,10 +94,7 @@ def current_run(thread: ThreadRecord | None) -> RunRecord | None:
 def refuse_if_busy(thread_id: str, record: RunRecord | None) -> None:
     """A new turn while a run holds the thread is a 409 before anything is enqueued."""
     if record is not None and record.status in ("running", "suspended"):
-        raise RunInFlightError(
-            f"Cannot start a new turn on thread '{thread_id}': run '{record.run_id}' "
-            f"(attempt {record.attempt}) is {record.status}. Answer or wait for it first.",
-        )
+        raise RunInFlightError(thread_busy(thread_id, record), code="THREAD_BUSY")
 
 
 def refuse_replay(thread_id: str, message_id: str, stored_ids: Collection[str]) -> None:
@@ -269,6 +273,9 @@ def relay(
         headers["X-Relayline-Queued"] = str(sent.queued)
         if job.protocol == "native":  # the only vocabulary with room for it
             preface.append(encode_event(ProtocolEvent("queued", {"position": sent.queued})))
+    # A turn sent at once waits for a worker (web.waiting); a queued one for its thread.
+    times = WaitTimes.from_settings(svc.settings, heartbeat)
+    waiting = WorkerWait(svc, job, sent.segment_id, times, began) if sent.queued is None else None
     body = _relayed(
         svc.logs,
         sent.segment_id,
@@ -281,6 +288,7 @@ def relay(
         preface=preface,
         began=began,
         direct=direct_socket(request.environ, svc.settings),
+        waiting=waiting,
     )
     return Response(body, headers=headers)
 
@@ -298,12 +306,14 @@ def _relayed(
     preface: Sequence[str] = (),
     began: float | None = None,
     direct: DirectSocket | None = None,
+    waiting: WorkerWait | None = None,
 ) -> Iterator[str]:
     """The SSE body: the segment ``segment_id`` from its start to its terminal. A client
     that goes away closes this generator, which drops only its read of the log (the run
     goes on in the worker and its result lands in history), unless ``on_dropped`` is
     given: then it is called, to stop the run. ``direct``: the response's socket, which
-    the log reader may write itself (web.direct)."""
+    the log reader may write itself (web.direct). ``waiting``: the turn's wait for a
+    worker (web.waiting), told before the segment's first event."""
     metrics.OPEN_STREAMS.inc()
     first = True
 
@@ -330,6 +340,7 @@ def _relayed(
             on_frames=relayed,
             direct=direct,
             on_gone=on_dropped,  # a client found gone by the log reader's own write
+            waiting=waiting,
         )
     except GeneratorExit:
         if on_dropped is not None:
@@ -354,6 +365,7 @@ def log_frames(
     on_frames: Callable[[int], None] | None = None,
     direct: DirectSocket | None = None,
     on_gone: Callable[[], None] | None = None,
+    waiting: WorkerWait | None = None,
 ) -> Iterator[str]:
     """The segment's log after ``after`` as SSE frames, spliced from the envelopes
     (channels.splice), joined per batch read; a heartbeat comment per ``heartbeat``
@@ -363,13 +375,27 @@ def log_frames(
     web.cursor). With
     ``direct`` (the response's socket, web.direct), the log reader writes the frames
     itself once the headers are out; a client it finds gone ends the body (and calls
-    ``on_gone``)."""
+    ``on_gone``). ``waiting``: the turn's wait for a worker, before the first event
+    (web.waiting: a withdrawn turn ends the body with its own frames)."""
     subscription = None
     cursor_of = segment_id if ids else None
     sink = direct.sink(ids=cursor_of, on_frames=on_frames) if direct is not None else None
     try:
         # Subscribed here, not by the caller: a body never iterated holds no read.
         subscription = logs.subscribe(segment_id, after=after, thread_id=thread_id)
+        if waiting is not None:
+            first = yield from waiting.until_taken(subscription)
+            if first is None:
+                return  # withdrawn: no worker took it in time
+            started = started or waiting.sent_start
+            frames = frames_of(first, cursor_of)
+            if frames:
+                started = True
+                if on_frames is not None:
+                    on_frames(len(frames))
+                yield "".join(frames)
+            if first and first[-1].type in TERMINALS:
+                return
         for batch in subscription.batches(wait=heartbeat, timeout=timeout, sink=sink):
             if batch is None:
                 yield SSE_HEARTBEAT
@@ -384,6 +410,7 @@ def log_frames(
         if on_gone is not None:
             on_gone()
     except (ChannelReadError, RedisError) as exc:
+        started = started or (waiting is not None and waiting.sent_start)
         ended = delivery_error(exc, thread_id)
         frames = [
             encode_event(frame)

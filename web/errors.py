@@ -88,9 +88,14 @@ def init_app(app: Flask | Blueprint) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
         message = exc.description or exc.name
+        details: RefusalDetails = {}
         if exc.code == 413:  # the same words whether the length was announced or not
             message = BODY_TOO_LARGE
-        response = error_response(exc.code or 500, message, type(exc).__name__)
+            details["code"] = "BODY_TOO_LARGE"
+        code = getattr(exc, "refusal_code", None)  # web.auth's 401s
+        if isinstance(code, str):
+            details["code"] = code
+        response = error_response(exc.code or 500, message, type(exc).__name__, details)
         # The exception's own headers (WWW-Authenticate of a 401, Allow of a 405) stay.
         response.headers.extend((k, v) for k, v in exc.get_headers() if k != "Content-Type")
         return response

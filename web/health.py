@@ -1,7 +1,9 @@
 """Liveness and readiness. ``/readyz`` also shows the queue: turns sent to the broker
-that no worker has started yet, and the admission limits (web.admission; 0: none), and
-the model preflight (``model``: what would fail every turn, relayline.shared.preflight;
-a warning, never a reason to be unready: a model server may come up later)."""
+that no worker has started yet, and the admission limits (web.admission; 0: none), the
+live workers (``workers``: those whose presence beat is fresh, channels.runs.workers;
+none is no reason to be unready: a turn then waits, web.waiting), and the model
+preflight (``model``: what would fail every turn, relayline.shared.preflight; a
+warning, never a reason to be unready: a model server may come up later)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sqlalchemy as sa
 from flask import Blueprint, Response, jsonify
 
 from relayline.channels.runs.backlog import depth
+from relayline.channels.runs.workers import live
 from relayline.shared.preflight import report
 from relayline.web.services import services
 
@@ -49,14 +52,19 @@ def readyz() -> Response:
         "limit": svc.settings.max_queued_turns,
         "perOwnerLimit": svc.settings.max_queued_turns_per_owner,
     }
+    workers: dict[str, int | list[str] | None] = {"count": None, "names": None}
     if checks["redis"] == "ok":
         # Readiness is the checks above; the depth is a figure that may be missing.
         with contextlib.suppress(Exception):
             queue["depth"] = depth(svc.redis, svc.settings.stream_max_age)
+        with contextlib.suppress(Exception):
+            names = live(svc.redis, svc.settings.heartbeat_ttl)
+            workers = {"count": len(names), "names": names}
     body = {
         "status": "ready" if ready else "unavailable",
         "checks": checks,
         "queue": queue,
+        "workers": workers,
         "model": report(svc.preflight.problems()),
     }
     response = jsonify(body)

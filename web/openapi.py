@@ -25,7 +25,8 @@ REF = "#/components/schemas/{model}"
 #: the blueprint every relayline endpoint is under (web.extension._mount)
 PARENT = "relayline."
 
-#: the native vocabulary (shared.protocols.native and web.dispatch's ``queued``)
+#: the native vocabulary (shared.protocols.native, web.dispatch's ``queued`` and
+#: web.waiting's ``status``)
 NATIVE_EVENTS = (
     "text",
     "reasoning",
@@ -38,6 +39,7 @@ NATIVE_EVENTS = (
     "custom",
     "interrupt",
     "queued",
+    "status",
     "finish",
     "cancelled",
     "done",
@@ -65,6 +67,7 @@ VERCEL_CHUNKS = (
     "finish",
     "abort",
     "error",
+    "data-relayline-status",
 )
 
 

@@ -173,10 +173,19 @@ class ModelCheck(Reply):
     problems: list[ModelProblemReply]
 
 
+class LiveWorkers(Reply):
+    """The workers whose presence beat is fresh (channels.runs.workers); both null
+    while Redis cannot be read."""
+
+    count: int | None
+    names: list[str] | None
+
+
 class Readiness(Reply):
     status: Literal["ready", "unavailable"]
     checks: dict[str, str]
     queue: Queue
+    workers: LiveWorkers
     model: ModelCheck
 
 

@@ -27,7 +27,7 @@ def post_chat() -> Response:
     payload = json_body()
     check_vercel(payload)
     user = current_user()
-    thread = thread_for(payload.get("id"), user)
+    thread = thread_for(payload.get("id"), user, field="id")
     thread_id = str(payload["id"])
     agent = Agent(thread_id, services().registry.spec(), services().store, owner=user)
     parse_body(ChatBody, payload)  # the trigger and the shape (sizes: check_vercel)

@@ -81,8 +81,10 @@ from relayline.worker.liveness import (
     RunHeartbeat,
     Sweeper,
     beat_alive,
+    holder,
     holder_alive,
 )
+from relayline.worker.presence import Presence
 from relayline.worker.registration import relayline_task
 from relayline.worker.resources import Resources, resources
 from relayline.worker.targets import channel_factory, push_target, with_segment
@@ -174,6 +176,15 @@ def _execute(
     res = resources()
     # Before our own beat is set: it would hide the holder's.
     start = _before_start(res, job)
+    if start.withdrawn:
+        # The relay gave up on this turn (no worker took it in time, web.waiting) and told
+        # its client so: running it now would answer nobody.
+        logger.warning(
+            "turn %s of thread %s was withdrawn before a worker took it; not run",
+            job.segment_id,
+            job.thread_id,
+        )
+        return "withdrawn"
     alive = start.alive
     # Read only when a holder lives (a fixed cost a turn with no other holder skips).
     record = res.store.run(job.thread_id, job.run_id) if alive else None
@@ -201,6 +212,8 @@ class _Start(NamedTuple):
     #: the announced segment's log has entries already (worker.targets.with_segment);
     #: None when unknown
     logged: bool | None
+    #: the relay withdrew the turn before this task took it: it must not run
+    withdrawn: bool = False
 
 
 def _before_start(res: Resources, job: AnyJob) -> _Start:
@@ -225,8 +238,13 @@ def _before_start(res: Resources, job: AnyJob) -> _Start:
         return _Start(alive=False, stopped=False, logged=None)
     if stream is None:
         return _Start(alive=beat_alive(replies[0]), stopped=False, logged=None)
-    stopped = SegmentStart.parse(replies[1]).stopped
-    return _Start(beat_alive(replies[0]), stopped=stopped, logged=bool(replies[2]))
+    start = SegmentStart.parse(replies[1])
+    return _Start(
+        beat_alive(replies[0]),
+        stopped=start.stopped,
+        logged=bool(replies[2]),
+        withdrawn=start.withdrawn,
+    )
 
 
 def _release_queued(res: Resources, thread_id: str) -> None:
@@ -462,11 +480,22 @@ def recover_run(self: Task[[RecoverJobJSON], str], job: RecoverJobJSON) -> str:
 
 #: the sweeper of this worker's main process (started when the worker is ready)
 _sweepers: list[Sweeper] = []
+#: this worker's presence in the live workers (/readyz), from ready to shutdown
+_presences: list[Presence] = []
 
 
 @worker_ready.connect
-def _start_sweeper(**_: object) -> None:
+def _start_sweeper(sender: object = None, **_: object) -> None:
     res = resources()
+    name = getattr(sender, "hostname", None) or holder()
+    presence = Presence(
+        res.redis,
+        str(name),
+        ttl=res.settings.heartbeat_ttl,
+        interval=res.settings.heartbeat_interval,
+    )
+    presence.start()
+    _presences.append(presence)
     if app.conf.relayline_pool != "prefork":  # a prefork child runs one turn: it subscribes then
         process_watcher(res.redis).start()  # subscribed before the first turn arrives
 
@@ -491,3 +520,5 @@ def _start_sweeper(**_: object) -> None:
 def _stop_sweeper(**_: object) -> None:
     while _sweepers:
         _sweepers.pop().stop()
+    while _presences:
+        _presences.pop().stop()

@@ -41,7 +41,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Final, Protocol, cast
 
 import redis
@@ -219,7 +219,7 @@ class Subscription:
 
     def batches(
         self, *, wait: float, timeout: float, sink: Sink | None = None
-    ) -> Iterator[list[Spliced] | None]:
+    ) -> Generator[list[Spliced] | None, None, None]:
         """The envelopes after the cursor, in order, as batches of whatever arrived
         together, the terminal last; None after each ``wait`` seconds without one (a
         heartbeat). Raises ChannelReadError after ``timeout`` seconds of silence, on a

@@ -198,7 +198,7 @@ def test_reload_mid_frontend_wait_then_resume(store: Store, tmp_path: Path, outc
 
     reloaded = Client.reloaded(store, "agui-3")
     (interrupt,) = reloaded.interrupts
-    assert interrupt["reason"] == "neuron:wait_for_event"
+    assert interrupt["reason"] == "tool_results"
     assert [c["callId"] for c in interrupt["metadata"]["toolCalls"]] == ["call_t"]
     # Already settled in the live stream, so the reload shows it with its result.
     assert [m["id"] for m in reloaded.messages if m["role"] == "tool"] == ["result_call_d"]

@@ -13,7 +13,12 @@ import pytest
 import sqlalchemy as sa
 
 from relayline.shared.agent import Agent
-from relayline.shared.errors import RunNotWaitingError, StaleRunError, WorkflowError
+from relayline.shared.errors import (
+    InputTranslationError,
+    RunNotWaitingError,
+    StaleRunError,
+    WorkflowError,
+)
 from relayline.shared.interrupts import ApprovalRequest, ToolResultsRequest
 from relayline.shared.persistence import Store
 from tests.support.agents import build_spec, count
@@ -177,7 +182,7 @@ def test_conflicting_repeat_and_forged_ids_change_nothing(store: Store, tmp_path
         agent.submit_tool_results({"call_a": {"result": "other"}})
     with pytest.raises(WorkflowError, match="'call_zz' does not belong to this deferred batch"):
         agent.submit_tool_results({"call_b": {"result": "B"}, "call_zz": {"result": "x"}})
-    with pytest.raises(WorkflowError, match="must contain either 'result' or a string 'error'"):
+    with pytest.raises(InputTranslationError, match="must contain either 'result' or a string"):
         agent.submit_tool_results({"call_b": {"result": 1, "error": "x"}})
     assert snapshot(store) == before
 

@@ -93,7 +93,7 @@ def test_wrong_audience_issuer_expired_and_unknown_key_are_401(
     wrong_issuer = provider.token("ann", iss="https://evil.example/")
     assert refusal(client, wrong_issuer) == f"The token was not issued by {ISSUER!r}."
     expired = provider.token("ann", ttl=-60)
-    assert refusal(client, expired) == "The token has expired."
+    assert refusal(client, expired) == "The token has expired: sign in again for a new one."
     unknown = provider.token("ann", kid="rsa-2")
     assert refusal(client, unknown).startswith("The token is signed by an unknown key")
     assert refusal(client, "not-a-jwt") == "The token is malformed."

@@ -225,7 +225,7 @@ def test_submission_errors(sqlite_store: Store, tmp_path: Path) -> None:
         agent.submit_approval_decisions({})
     with pytest.raises(WorkflowError, match="'call_x' does not belong"):
         agent.submit_approval_decisions({"call_x": "approve"})
-    with pytest.raises(WorkflowError, match='must be "approve", "reject"'):
+    with pytest.raises(InputTranslationError, match='must be "approve", "reject"'):
         agent.submit_approval_decisions({"call_d": "maybe"})
     with pytest.raises(InputTranslationError, match="map of call id"):
         agent.submit_approval_decisions(["call_d"])  # type: ignore[arg-type]

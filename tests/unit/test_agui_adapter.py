@@ -242,7 +242,7 @@ def test_a_generic_wait_publishes_its_string_interrupt_id() -> None:
     assert wire[-1]["outcome"]["interrupts"] == [
         {
             "id": "4",
-            "reason": "neuron:wait_for_event",
+            "reason": "tool_results",
             "message": "Waiting for order.approved",
             "metadata": OrderApproved().to_json(),
         }

@@ -95,7 +95,7 @@ def test_frontend_wait_reloads_as_one_generic_interrupt_and_resumes(
     assert state is not None and state.interrupt is not None
     assert interrupt == {
         "id": str(state.interrupt.interrupt_id),
-        "reason": "neuron:wait_for_event",
+        "reason": "tool_results",
         "message": "Waiting for external tool results",
         "metadata": state.interrupt.to_json(),
     }

@@ -279,3 +279,31 @@ def test_postgres_urls_as_hosts_give_them_use_psycopg_3() -> None:
         assert settings.database_url == "postgresql+psycopg://u:p@db:5432/app"
     kept = "postgresql+psycopg://u@db/app"
     assert Settings.from_env({"DATABASE_URL": kept}).database_url == kept
+def test_waiting_for_a_worker_defaults_and_values() -> None:
+    """How long a relayed turn waits for a worker before it is said queued (2 s) and
+    before it is withdrawn (60 s), read from the environment (web.waiting)."""
+    default = Settings.from_env({})
+    assert (default.queued_notice_seconds, default.no_worker_seconds) == (2.0, 60.0)
+    env = {"RELAYLINE_QUEUED_NOTICE_SECONDS": "0.5", "RELAYLINE_NO_WORKER_SECONDS": "7"}
+    settings = Settings.from_env(env)
+    assert (settings.queued_notice_seconds, settings.no_worker_seconds) == (0.5, 7.0)
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        (
+            {"RELAYLINE_QUEUED_NOTICE_SECONDS": "0"},
+            "RELAYLINE_QUEUED_NOTICE_SECONDS must be positive",
+        ),
+        ({"RELAYLINE_NO_WORKER_SECONDS": "-3"}, "RELAYLINE_NO_WORKER_SECONDS must be positive"),
+        ({"RELAYLINE_NO_WORKER_SECONDS": "soon"}, "RELAYLINE_NO_WORKER_SECONDS must be a float"),
+        (
+            {"RELAYLINE_QUEUED_NOTICE_SECONDS": "10", "RELAYLINE_NO_WORKER_SECONDS": "5"},
+            "shorter than RELAYLINE_NO_WORKER_SECONDS (got 10 and 5)",
+        ),
+    ],
+)
+def test_waiting_for_a_worker_refuses_bad_values(env: dict[str, str], says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        Settings.from_env(env)

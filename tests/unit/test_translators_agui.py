@@ -236,18 +236,30 @@ def test_generic_wait_cannot_be_cancelled() -> None:
 
 
 @pytest.mark.parametrize(
-    ("result_map", "message"),
+    ("result_map", "message", "refused"),
     [
-        ({"c1": {"result": 1}, "forged": {"result": 2}}, "does not belong to this deferred batch"),
-        ({"c1": {"result": 1, "error": "x"}}, "must contain either 'result' or a string 'error'"),
-        ({"c1": {"result": 1}, "c2": {"error": 5}}, "must contain either 'result'"),
+        (
+            {"c1": {"result": 1}, "forged": {"result": 2}},
+            "does not belong to this deferred batch",
+            WorkflowError,
+        ),
+        (
+            {"c1": {"result": 1, "error": "x"}},
+            "must contain either 'result' or a string 'error'",
+            InputTranslationError,  # a malformed answer is bad input (400), no conflict
+        ),
+        (
+            {"c1": {"result": 1}, "c2": {"error": 5}},
+            "must contain either 'result'",
+            InputTranslationError,
+        ),
     ],
     ids=["forged id", "ambiguous entry", "valid entry does not excuse invalid one"],
 )
 def test_resolved_batch_is_validated_by_the_request(
-    result_map: dict[str, Any], message: str
+    result_map: dict[str, Any], message: str, refused: type[Exception]
 ) -> None:
-    with pytest.raises(WorkflowError, match=re.escape(message)):
+    with pytest.raises(refused, match=re.escape(message)):
         translate({"resume": [resolved("4", result_map)]}, results("c1", "c2"))
 
 

@@ -7,7 +7,7 @@ adapter's id and shape helpers, so a reload shows the same ids as the stream did
 
 Two differences from the live stream are deliberate:
 
-- a frontend wait reloads as one generic ``neuron:wait_for_event`` interrupt listing
+- a frontend wait reloads as one ``tool_results`` interrupt (agui.wire.PUBLIC_REASONS) listing
   the still-pending calls (live it was a plain handoff; the reload discarded whatever
   the browser was executing, so the client must be asked again);
 - activities and AG-UI ``state`` are not stored, so they are not restored.

@@ -7,7 +7,7 @@ Every published id is a stored message id or derived from one (``reasoning_<id>`
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 from relayline.shared.interrupts import ApprovalRequest, InterruptRequest
 from relayline.shared.jsonutil import JSONObject
@@ -91,10 +91,17 @@ def tool_message_json(call_id: str, content: str, is_error: bool) -> MessageJSON
     return message
 
 
+#: an interrupt's public ``reason`` by the request's internal type (the reference design
+#: sends ``neuron:<type>``, a name of its own internals); documented, stable
+PUBLIC_REASONS: Final = {"wait_for_event": "tool_results"}
+#: the ``reason`` of each approval action
+CONFIRMATION: Final = "confirmation"
+
+
 def interrupts_json(request: InterruptRequest) -> list[InterruptJSON]:
     """The AG-UI interrupts of ``request``: one ``confirmation`` per approval action,
-    else one generic interrupt named by the request id (what a reload of a frontend
-    wait shows; live, a frontend wait is a plain handoff and has no interrupt)."""
+    else one ``tool_results`` interrupt named by the request id (what a reload of a
+    frontend wait shows; live, a frontend wait is a plain handoff and has no interrupt)."""
     data = request.to_json()
     expires_at = data.get("expiresAt")
     found: list[InterruptJSON] = []
@@ -102,7 +109,7 @@ def interrupts_json(request: InterruptRequest) -> list[InterruptJSON]:
         for action in data.get("actions", ()):
             entry: InterruptJSON = {
                 "id": action["id"],
-                "reason": "confirmation",
+                "reason": CONFIRMATION,
                 # PendingCall carries no per-action reason, so the request's message
                 "message": action["reason"] or request.message,
                 "responseSchema": copy.deepcopy(CONFIRMATION_SCHEMA),
@@ -113,7 +120,7 @@ def interrupts_json(request: InterruptRequest) -> list[InterruptJSON]:
         found.append(
             {
                 "id": str(request.interrupt_id),
-                "reason": f"neuron:{data['type']}",
+                "reason": PUBLIC_REASONS.get(data["type"], data["type"]),
                 "message": request.message,
                 "metadata": dict[str, Any](data),
             }

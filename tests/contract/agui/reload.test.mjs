@@ -1,7 +1,7 @@
 // Page reloads through GET /agui/threads/<id> (reference catalogue J 180-182): the
 // reload seeds a fresh HttpAgent's initialMessages and pendingInterrupts, and the
 // client resumes with `resume` entries built by its own buildResumeArray. A frontend
-// wait reloads as a generic `neuron:wait_for_event` interrupt (live it was a plain
+// wait reloads as a `tool_results` interrupt (live it was a plain
 // handoff): the reload discarded whatever the old page was executing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -73,7 +73,7 @@ test('J181 reload while a frontend call awaits: stable ids, a generic wait inter
   assert.deepEqual(page.messages, live.messages, 'same ids and shapes as the live stream');
   assert.equal(page.interrupts.length, 1);
   const [wait] = page.interrupts;
-  assert.equal(wait.reason, 'neuron:wait_for_event');
+  assert.equal(wait.reason, 'tool_results');
   assert.equal(wait.id, String(wait.metadata.interruptId));
   assert.equal(wait.metadata.eventName, 'tool_results');
   assert.deepEqual(wait.metadata.toolCalls.map((c) => c.callId), ['call_rl_wait']);
@@ -119,7 +119,7 @@ test('J182 reload then cancel settles the call as "Frontend tool execution cance
 
   const page = await reload(threadId);
   const [wait] = page.interrupts;
-  assert.equal(wait.reason, 'neuron:wait_for_event');
+  assert.equal(wait.reason, 'tool_results');
   const tab = reloadedTab(threadId, page, { read_title: () => 'never run either' });
   const cancelled = await tab.run({
     resume: buildResumeArray(tab.agent.pendingInterrupts, { [wait.id]: { status: 'cancelled' } }),

@@ -30,7 +30,7 @@ test('J186 an error before headers (409) is a chat error; the pending approval i
   await tab.waitForIdle(2, 'error');
   const alert = tab.page.getByRole('alert');
   assert.equal(await alert.getAttribute('data-http-status'), '409');
-  const refusal = /^Cannot start a new turn on thread '.+': run '.+' \(attempt \d+\) is suspended\./;
+  const refusal = /^Thread '.+' is busy: run '.+' \(attempt \d+\) waits for an answer\. .*multitask=enqueue/;
   assert.match(await alert.locator('p').textContent(), refusal);
   const refused = await tab.probe();
   assert.deepEqual(refused.requests.map((r) => r.status), [200, 409]);
