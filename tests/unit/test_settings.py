@@ -279,6 +279,8 @@ def test_postgres_urls_as_hosts_give_them_use_psycopg_3() -> None:
         assert settings.database_url == "postgresql+psycopg://u:p@db:5432/app"
     kept = "postgresql+psycopg://u@db/app"
     assert Settings.from_env({"DATABASE_URL": kept}).database_url == kept
+
+
 def test_waiting_for_a_worker_defaults_and_values() -> None:
     """How long a relayed turn waits for a worker before it is said queued (2 s) and
     before it is withdrawn (60 s), read from the environment (web.waiting)."""
