@@ -102,8 +102,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"database at {shown_url(settings.database_url)} is up to date")
         return 0
     if args.command == "web":
+        port = args.port or settings.port
+        if (taken := local_stack.port_problem(args.host, port)) is not None:
+            print(taken, file=sys.stderr)  # before gunicorn's 5 s of retries
+            return EXIT_USAGE
         warn_about_models(settings)
-        os.execve(sys.executable, web_command(args.host, args.port or settings.port), web_env())
+        os.execve(sys.executable, web_command(args.host, port), web_env())
     if args.command == "worker":
         celery = worker_command(pool, concurrency, args.name or default_node_name())
         os.execve(sys.executable, celery, worker_env(pool, concurrency))

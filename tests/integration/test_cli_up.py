@@ -68,12 +68,18 @@ def test_up_says_it_is_up_once_it_answers_and_ctrl_c_stops_it_without_a_tracebac
         redis.Redis(port=redis_port, socket_connect_timeout=2).ping()
 
 
-def test_a_taken_port_is_one_line_naming_the_fix_and_exit_status_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["up", "web"])
+def test_a_taken_port_is_one_line_naming_the_fix_and_exit_status_2(
+    command: str, tmp_path: Path
+) -> None:
+    env = up_env(tmp_path)
+    if command == "web":
+        env["REDIS_URL"] = "redis://127.0.0.1:1/0"  # required, never reached: the port is first
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        process = CliProcess(["up", "--port", str(port)], up_env(tmp_path), tmp_path)
+        process = CliProcess([command, "--port", str(port)], env, tmp_path)
         try:
             status = process.wait(timeout=30)
         finally:
