@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from relayline.shared.errors import (
         AgentUnavailableError,
         ConflictError,
+        DatabaseUnavailableError,
         DeliveryError,
         ExpiredError,
         InputTranslationError,
@@ -86,6 +87,7 @@ _HOMES: dict[str, str] = {
         for name in (
             "AgentUnavailableError",
             "ConflictError",
+            "DatabaseUnavailableError",
             "DeliveryError",
             "ExpiredError",
             "InputTranslationError",
@@ -115,6 +117,7 @@ __all__ = [
     "CallbackChannel",
     "ConflictError",
     "Continuation",
+    "DatabaseUnavailableError",
     "DeliveryError",
     "Envelope",
     "ExpiredError",
