@@ -131,6 +131,7 @@ def main() -> None:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 sock.sendall(request())
             held = settled_rss(pid)
+            received = [drained(sock) for sock in stalled]  # read only now, to count
             for sock in stalled:
                 sock.close()
             after = settled_rss(pid)
@@ -140,6 +141,32 @@ def main() -> None:
     print(f"  web RSS idle      {idle / 1024:8.1f} MB")
     print(f"  with the clients  {held / 1024:8.1f} MB  ({per_client:.1f} MB a client)")
     print(f"  after they closed {after / 1024:8.1f} MB  ({after / idle:.2f}x idle)")
+    dropped = [size for size, ended in received if ended]
+    if dropped:
+        print(
+            f"  dropped by the byte budget: {len(dropped)} of {args.clients}, after "
+            f"{min(dropped) / 2**20:.1f} to {max(dropped) / 2**20:.1f} MB reached them"
+        )
+    else:
+        print(f"  dropped by the byte budget: 0 of {args.clients}")
+
+
+def drained(sock: socket.socket, quiet: float = 5.0) -> tuple[int, bool]:
+    """What a stalled client finds once it reads: the bytes that reached it, and
+    whether the server ended the connection before the segment's end (it was dropped)
+    rather than keeping it open after the whole stream (HTTP keep-alive)."""
+    sock.settimeout(quiet)
+    size = 0
+    tail = b""
+    try:
+        while chunk := sock.recv(1 << 20):
+            size += len(chunk)
+            tail = (tail + chunk)[-64:]
+    except TimeoutError:  # still open: the whole response came
+        return size, False
+    except OSError:  # reset: dropped
+        return size, True
+    return size, not tail.endswith(b"0\r\n\r\n")
 
 
 def request() -> bytes:

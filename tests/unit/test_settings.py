@@ -271,3 +271,12 @@ def test_the_segment_log_limits_are_configurable() -> None:
 def test_direct_relay_writes_are_on_unless_turned_off(value: str | None, direct: bool) -> None:
     env = {} if value is None else {"RELAYLINE_RELAY_DIRECT": value}
     assert Settings.from_env(env).relay_direct is direct
+
+
+def test_client_buffer_bytes_defaults_to_4_mib_and_must_be_positive() -> None:
+    assert Settings.from_env({}).client_buffer_bytes == 4 * 1024 * 1024
+    env = {"RELAYLINE_CLIENT_BUFFER_BYTES": "65536"}
+    assert Settings.from_env(env).client_buffer_bytes == 65536
+    for bad in ("0", "-1", "4MB"):
+        with pytest.raises(ValueError, match="RELAYLINE_CLIENT_BUFFER_BYTES"):
+            Settings.from_env({"RELAYLINE_CLIENT_BUFFER_BYTES": bad})
