@@ -14,6 +14,7 @@ import requests
 
 from relayline.shared.agent.loop import INTERRUPTED_ERROR
 from relayline.shared.persistence import Store
+from tests.chaos.test_dependency_failures import Asking
 from tests.support.agents import count
 from tests.support.chaos import report, until
 from tests.support.pg_cluster import pg_cluster
@@ -29,25 +30,48 @@ OUTAGE_SECONDS = 8.0
 
 
 def _asks_during_outage(url: str) -> dict[str, requests.Response]:
-    """A new turn, an approval, a thread's state and the thread list, each a route that
-    reads or writes the database."""
+    """A request of every kind that reads or writes the database: new turns of the three
+    protocols, an approval, a stop, a deletion, a thread's state, history and stream,
+    and the thread list."""
+    user = {"id": "u-o1", "role": "user", "content": "hello"}
+    agui = {
+        "threadId": "agui-1",
+        "runId": "r1",
+        "state": {},
+        "messages": [user],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    vercel = {
+        "id": "vercel-1",
+        "trigger": "submit-message",
+        "messages": [{"id": "u-v1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+    }
+    ask = requests.Session()
+    wait = 30  # seconds: a refusal is immediate; a hang fails the test
     return {
-        "new turn": requests.post(
-            f"{url}/api/threads/new-1/messages", json={"content": "hello"}, timeout=30
+        "native turn": ask.post(
+            f"{url}/api/threads/new-1/messages", json={"content": "hello"}, timeout=wait
         ),
-        "approval": requests.post(
-            f"{url}/api/threads/erase-1/approvals", json={"call_e": "approve"}, timeout=30
+        "AG-UI turn": ask.post(f"{url}/agui", json=agui, timeout=wait),
+        "Vercel turn": ask.post(f"{url}/api/chat", json=vercel, timeout=wait),
+        "approval": ask.post(
+            f"{url}/api/threads/erase-1/approvals", json={"call_e": "approve"}, timeout=wait
         ),
-        "thread": requests.get(f"{url}/api/threads/erase-1", timeout=30),
-        "thread list": requests.get(f"{url}/api/threads", timeout=30),
+        "stop": ask.post(f"{url}/api/threads/erase-1/cancel", json={}, timeout=wait),
+        "deletion": ask.delete(f"{url}/api/threads/erase-1", timeout=wait),
+        "thread": ask.get(f"{url}/api/threads/erase-1", timeout=wait),
+        "AG-UI history": ask.get(f"{url}/agui/threads/erase-1", timeout=wait),
+        "Vercel history": ask.get(f"{url}/api/chat/erase-1", timeout=wait),
+        "stream": ask.get(f"{url}/api/threads/erase-1/stream", timeout=wait),
+        "thread list": ask.get(f"{url}/api/threads", timeout=wait),
     }
 
 
 def test_database_down_is_503_and_a_finished_tool_keeps_its_result(
     tmp_path: Path, redis_databases: RedisDatabases
 ) -> None:
-    from tests.chaos.test_dependency_failures import Asking
-
     with (
         pg_cluster() as cluster,
         redis_databases.database(f"pg outage {tmp_path.name}") as redis_url,
@@ -96,9 +120,11 @@ def test_database_down_is_503_and_a_finished_tool_keeps_its_result(
             assert history[-1].text == GATED_ANSWER
             tool_results = [m for m in history if m.role == "tool"]
             assert INTERRUPTED_ERROR not in str([m.content_json() for m in tool_results])
-            # The refused requests changed nothing: the turn never started, and the
-            # approval is still awaited and is taken now.
-            assert requests.get(f"{web.url}/api/threads/new-1", timeout=30).status_code == 404
+            # The refused requests changed nothing: no turn started, the thread was not
+            # deleted nor its run stopped, and the approval is still awaited.
+            for thread_id in ("new-1", "agui-1", "vercel-1"):
+                gone = requests.get(f"{web.url}/api/threads/{thread_id}", timeout=30)
+                assert gone.status_code == 404, (thread_id, gone.text)
             approved = requests.post(
                 f"{web.url}/api/threads/erase-1/approvals", json={"call_e": "approve"}, timeout=60
             )
