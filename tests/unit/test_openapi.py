@@ -94,3 +94,19 @@ def test_the_routes_models_refuse_with_their_messages() -> None:
         parse_body(ChatStopBody)
     with app.test_request_context(json={"content": "hi", "extra": 1}):
         assert parse_body(NativeMessageBody).content == "hi"
+
+
+def test_every_refusal_503_names_retry_after(tmp_path: Path) -> None:
+    """A dependency down (the database: code database_unavailable) is a 503 with
+    Retry-After on every route that may answer it (web.errors)."""
+    document = build(create_app(_settings(tmp_path)))
+    refusals = [
+        answer
+        for item in document["paths"].values()
+        for operation in item.values()
+        for status, answer in operation["responses"].items()
+        if status == "503" and "ErrorBody" in str(answer.get("content"))
+    ]
+    assert len(refusals) > 10
+    assert all("Retry-After" in answer.get("headers", {}) for answer in refusals)
+    assert all("database_unavailable" in answer["description"] for answer in refusals)
