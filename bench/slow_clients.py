@@ -9,17 +9,20 @@ send ``GET /api/threads/<id>/stream`` and never read a byte. Printed: the web wo
 RSS idle (the baseline), with the clients connected and stalled, and after they closed;
 the target is that the stalled clients cost at most the byte budget each beyond the
 kernel's socket buffers, and that RSS returns to within 10% of what it was before them
-(the figures are ratios against the baseline of the same run).
+(the figures are ratios against the baseline of the same run); and how many of them
+the byte budget dropped (``--web-env RELAYLINE_CLIENT_BUFFER_BYTES=...`` to compare).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,7 +120,7 @@ def main() -> None:
         for index in range(events):
             channel.send(ProtocolEvent("text", {"content": f"{index:08d}" * (EVENT_BYTES // 8)}))
         channel.completed(State("slow"), "slow")
-        env = {**web_env(stack_env(url, database, folder)), **extra}
+        env = {**web_env(stack_env(url, database, folder)), "RELAYLINE_METRICS": "1", **extra}
         port = free_port()
         with web(env, port, folder / "web.log") as pid:
             # One whole read first: what the server allocates once, whoever asks.
@@ -131,6 +134,7 @@ def main() -> None:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 sock.sendall(request())
             held = settled_rss(pid)
+            dropped = dropped_clients(port)
             for sock in stalled:
                 sock.close()
             after = settled_rss(pid)
@@ -140,6 +144,15 @@ def main() -> None:
     print(f"  web RSS idle      {idle / 1024:8.1f} MB")
     print(f"  with the clients  {held / 1024:8.1f} MB  ({per_client:.1f} MB a client)")
     print(f"  after they closed {after / 1024:8.1f} MB  ({after / idle:.2f}x idle)")
+    print(f"  dropped by the byte budget (RELAYLINE_CLIENT_BUFFER_BYTES): {dropped:.0f}")
+
+
+def dropped_clients(port: int) -> float:
+    """relayline_slow_clients_dropped_total of the web."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    found = re.search(r"^relayline_slow_clients_dropped_total ([0-9.e+]+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
 
 
 def request() -> bytes:

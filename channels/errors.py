@@ -8,7 +8,8 @@ Hierarchy::
     ├── ChannelClosedError               a call after the segment's terminal
     ├── PublishError                     the transport refused or failed a delivery
     ├── ChannelReadError                 a reader gave up: timeout, late start, segment switch
-    │   └── SegmentReplacedError         a newer segment of the run took over (its recovery)
+    │   ├── SegmentReplacedError         a newer segment of the run took over (its recovery)
+    │   └── ClientTooSlowError           the client left more unsent than its byte budget
     └── EnvelopeError                    a frame is not a valid envelope or fragment
         └── GapError                     a consumer found missing or conflicting events
 """
@@ -66,3 +67,9 @@ class EnvelopeError(ChannelError):
 class GapError(EnvelopeError):
     """Events are missing, conflicting or over the buffer limits; ``message`` is the
     reason a browser consumer would report (``'Missing channel events'``, ...)."""
+
+
+class ClientTooSlowError(ChannelReadError):
+    """A relayed client stopped reading and what waits unsent for it passed its byte
+    budget: its response is dropped (the log is durable: the client resumes from the
+    last event it received)."""

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from relayline.shared.errors import (
         AgentUnavailableError,
         ConflictError,
+        DatabaseUnavailableError,
         DeliveryError,
         ExpiredError,
         FencedOutError,
@@ -88,6 +89,7 @@ _HOMES: dict[str, str] = {
         for name in (
             "AgentUnavailableError",
             "ConflictError",
+            "DatabaseUnavailableError",
             "DeliveryError",
             "ExpiredError",
             "FencedOutError",
@@ -119,6 +121,7 @@ __all__ = [
     "CallbackChannel",
     "ConflictError",
     "Continuation",
+    "DatabaseUnavailableError",
     "DeliveryError",
     "Envelope",
     "ExpiredError",

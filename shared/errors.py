@@ -19,7 +19,8 @@ Hierarchy::
     ├── ProviderError              the model provider failed (HTTP error, broken stream)
     ├── RunFailedError             the run failed; raised by streaming consumers after error frames
     ├── UnavailableError           a service the request needs is down; retry later (HTTP 503)
-    │   └── AgentUnavailableError  the configured agent cannot be loaded (HTTP 503)
+    │   ├── AgentUnavailableError  the configured agent cannot be loaded (HTTP 503)
+    │   └── DatabaseUnavailableError  the database cannot be reached (HTTP 503)
     └── DeliveryError              this stream ends, the run does not; the client is told why
         ├── RunElsewhereError      another delivery carries the run on (redelivered, duplicate)
         ├── StreamLostError        the stream's transport broke; the run goes on, resume it
@@ -239,6 +240,17 @@ class AgentUnavailableError(UnavailableError):
         super().__init__(message, retry_after)
 
 
+class DatabaseUnavailableError(UnavailableError):
+    """The database cannot be reached (stopped, restarting, failing over): the request
+    changed nothing it could not finish, and the client may retry it (HTTP 503 with
+    ``Retry-After``; the body's ``code`` is ``database_unavailable``)."""
+
+    code: Final = "database_unavailable"
+
+    def details(self) -> RefusalDetails:
+        return {"code": self.code}
+
+
 class DeliveryError(RelaylineError):
     """One delivery of a run ends while the run itself goes on. Unlike a run's failure
     (always "The run failed." on the wire), its message and ``code`` are sent to the
@@ -282,6 +294,7 @@ HTTP_STATUS: Final[Mapping[type[RelaylineError], int]] = MappingProxyType(
         ExpiredError: 409,
         UnavailableError: 503,
         AgentUnavailableError: 503,
+        DatabaseUnavailableError: 503,
     }
 )
 

@@ -44,6 +44,11 @@ RELAY_DIRECT_WRITES = Counter(
     "outcome: whole; partial (the response sent the rest); gone (the client had left).",
     ["outcome"],
 )
+SLOW_CLIENTS_DROPPED = Counter(
+    "relayline_slow_clients_dropped",
+    "Relayed clients dropped for leaving more unread than RELAYLINE_CLIENT_BUFFER_BYTES "
+    "(web.slow_clients); each may resume from the last event it received.",
+)
 FIRST_EVENT_SECONDS = Histogram(
     "relayline_time_to_first_event_seconds",
     "From a turn's request to its first relayed event.",

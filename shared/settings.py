@@ -207,6 +207,10 @@ class Settings:
     #: straight to its socket once its headers are out (web.direct); off, every frame
     #: goes through the WSGI chain, for a WSGI middleware that must see the body
     relay_direct: bool = True
+    #: RELAYLINE_CLIENT_BUFFER_BYTES, bytes of a relayed response that may wait unsent
+    #: for a client that does not read (queued for it, or taken and not yet written);
+    #: past it the client is dropped, and resumes with Last-Event-ID where it was
+    client_buffer_bytes: int = 4 * 1024 * 1024
     #: RELAYLINE_HEARTBEAT_TTL, seconds a worker's heartbeat on a run it executes lives
     #: unrenewed: a run whose heartbeat lapsed is recovered by another worker
     heartbeat_ttl: float = 15.0
@@ -378,6 +382,7 @@ class Settings:
             get("RELAYLINE_WORKER_CONCURRENCY"), "RELAYLINE_WORKER_CONCURRENCY", int
         )
         slots = _number(get("RELAYLINE_WEB_INTAKE_SLOTS"), "RELAYLINE_WEB_INTAKE_SLOTS", int)
+        buffer = _number(get("RELAYLINE_CLIENT_BUFFER_BYTES"), "RELAYLINE_CLIENT_BUFFER_BYTES", int)
         metrics_port = get("RELAYLINE_METRICS_PORT")
         if metrics_port is not None and not metrics_port.isdigit():
             raise ValueError("RELAYLINE_METRICS_PORT must be a port number.")
@@ -436,6 +441,7 @@ class Settings:
             no_worker_seconds=float(no_worker) if no_worker is not None else cls.no_worker_seconds,
             relay_direct=(get("RELAYLINE_RELAY_DIRECT") or "on").lower()
             not in ("0", "false", "off"),
+            client_buffer_bytes=int(buffer) if buffer is not None else cls.client_buffer_bytes,
             stream_retention=float(retention) if retention is not None else cls.stream_retention,
             stream_max_age=float(max_age) if max_age is not None else cls.stream_max_age,
             stream_max_events=(

@@ -31,6 +31,8 @@ PROVIDER_BROKE_OFF: Final = (
 NO_MATCH: Final = "The payload contains no matching continuation input."
 #: a new turn without text
 EMPTY_TURN: Final = "A new turn needs a non-empty user message."
+#: a request refused because the database cannot be reached (HTTP 503)
+DATABASE_UNAVAILABLE: Final = "The database is unavailable; retry shortly."
 #: the outcome of a call the run never finished because a person stopped it
 CALL_STOPPED: Final = "TOOL NOT COMPLETED: the user stopped the run before this call finished."
 

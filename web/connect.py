@@ -37,6 +37,7 @@ from relayline.web.bounds import json_body
 from relayline.web.direct import direct_socket
 from relayline.web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, log_frames
 from relayline.web.services import services
+from relayline.web.slow_clients import client_budget
 
 bp = Blueprint("connect", __name__)
 
@@ -83,6 +84,7 @@ def connect(agent_id: str) -> Response:
             ids=False,
             started=bool(backlog),
             direct=direct_socket(request.environ, svc.settings),
+            budget=client_budget(request.environ, svc.settings),
         )
     return Response(_body(snapshot, backlog, frames), headers=headers)
 

@@ -24,6 +24,7 @@ from relayline.channels import (
     LogLimits,
     SegmentReplacedError,
 )
+from relayline.channels.errors import ClientTooSlowError
 from relayline.channels.mercure import thread_topic
 from relayline.channels.pusher import thread_channel
 from relayline.channels.runs.queued_turns import QueuedTurn, queue_turn
@@ -66,8 +67,11 @@ from relayline.web.cursor import frame_id
 from relayline.web.direct import ClientGone, DirectSocket, direct_socket, frames_of
 from relayline.web.sending import release_if_idle, send_by_name
 from relayline.web.services import Services, services
+from relayline.web.slow_clients import ClientBudget, client_budget
 from relayline.web.stop import disconnect_policy, stop
 from relayline.web.waiting import WaitTimes, WorkerWait
+
+logger = logging.getLogger("relayline.web")
 
 PushKind = Literal["pusher", "mercure"]
 
@@ -289,6 +293,7 @@ def relay(
         began=began,
         direct=direct_socket(request.environ, svc.settings),
         waiting=waiting,
+        budget=client_budget(request.environ, svc.settings),
     )
     return Response(body, headers=headers)
 
@@ -307,6 +312,7 @@ def _relayed(
     began: float | None = None,
     direct: DirectSocket | None = None,
     waiting: WorkerWait | None = None,
+    budget: ClientBudget | None = None,
 ) -> Iterator[str]:
     """The SSE body: the segment ``segment_id`` from its start to its terminal. A client
     that goes away closes this generator, which drops only its read of the log (the run
@@ -341,9 +347,11 @@ def _relayed(
             direct=direct,
             on_gone=on_dropped,  # a client found gone by the log reader's own write
             waiting=waiting,
+            budget=budget,
         )
     except GeneratorExit:
-        if on_dropped is not None:
+        # A client dropped for not reading did not leave: its run goes on.
+        if on_dropped is not None and not (budget is not None and budget.dropped):
             on_dropped()
         raise
     finally:
@@ -366,6 +374,7 @@ def log_frames(
     direct: DirectSocket | None = None,
     on_gone: Callable[[], None] | None = None,
     waiting: WorkerWait | None = None,
+    budget: ClientBudget | None = None,
 ) -> Iterator[str]:
     """The segment's log after ``after`` as SSE frames, spliced from the envelopes
     (channels.splice), joined per batch read; a heartbeat comment per ``heartbeat``
@@ -376,13 +385,22 @@ def log_frames(
     ``direct`` (the response's socket, web.direct), the log reader writes the frames
     itself once the headers are out; a client it finds gone ends the body (and calls
     ``on_gone``). ``waiting``: the turn's wait for a worker, before the first event
-    (web.waiting: a withdrawn turn ends the body with its own frames)."""
+    (web.waiting: a withdrawn turn ends the body with its own frames). ``budget``:
+    what the client may leave unread before it is dropped (web.slow_clients); a
+    dropped client's body just ends (it is not gone by its own choice: ``on_gone``
+    is not called), and it resumes from its last event."""
     subscription = None
     cursor_of = segment_id if ids else None
     sink = direct.sink(ids=cursor_of, on_frames=on_frames) if direct is not None else None
     try:
         # Subscribed here, not by the caller: a body never iterated holds no read.
-        subscription = logs.subscribe(segment_id, after=after, thread_id=thread_id)
+        subscription = logs.subscribe(
+            segment_id,
+            after=after,
+            thread_id=thread_id,
+            budget=budget.chars if budget is not None else None,
+            on_overflow=budget.drop if budget is not None else None,
+        )
         if waiting is not None:
             first = yield from waiting.until_taken(subscription)
             if first is None:
@@ -405,10 +423,21 @@ def log_frames(
                 started = True
                 if on_frames is not None:
                     on_frames(len(frames))
-                yield "".join(frames)
+                text = "".join(frames)
+                subscription.sending(len(text))  # unsent until the server asks for more
+                yield text
+                subscription.sending(0)
     except ClientGone:
-        if on_gone is not None:
+        if budget is not None and budget.dropped:
+            logger.info("dropped a client that stopped reading: thread %s", thread_id)
+        elif on_gone is not None:
             on_gone()
+    except ClientTooSlowError as exc:
+        logger.info("dropped a client that stopped reading: thread %s: %s", thread_id, exc)
+        if budget is None or not budget.can_drop:  # its socket is open: tell it to resume
+            lost = StreamLostError(stream_lost(thread_id))
+            for frame in failure_frames(protocol, thread_id, seed, lost, started=started):
+                yield encode_event(frame)
     except (ChannelReadError, RedisError) as exc:
         started = started or (waiting is not None and waiting.sent_start)
         ended = delivery_error(exc, thread_id)
@@ -435,7 +464,7 @@ def _stopper(svc: Services, thread_id: str, run_id: str) -> Callable[[], None]:
             if current is not None and current.run_id == run_id:
                 stop(svc, thread_id)
         except Exception:  # the client is gone: nobody to tell but the log
-            logging.getLogger("relayline.web").exception("could not stop run %s", run_id)
+            logger.exception("could not stop run %s", run_id)
 
     return stop_dropped
 

@@ -1,7 +1,8 @@
 """Errors before any header become JSON ``{"error", "type"}`` (and the error's ``details()``,
 such as a ``code``) with the status of
 docs/DESIGN.md section 5: 400 bad input, 409 refusals, 404 unknown or foreign, 413 oversize,
-503 (with ``Retry-After``) when a dependency is down.
+503 (with ``Retry-After``) when a dependency is down (the database's with
+``code: database_unavailable``).
 relayline's own statuses come from ``relayline.shared.errors.HTTP_STATUS``; ``type`` is the
 exception's class name. Every refusal is one INFO line on the ``relayline.web`` logger
 (method, path, status, type, its code if it has one, message), so an operator sees why a
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+import sqlalchemy as sa
 from flask import Blueprint, Flask, Response, jsonify, request
 from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -19,11 +21,14 @@ from werkzeug.exceptions import HTTPException
 
 from relayline.shared.errors import (
     AgentUnavailableError,
+    DatabaseUnavailableError,
     RefusalDetails,
     RelaylineError,
     UnavailableError,
     http_status,
 )
+from relayline.shared.persistence.outage import is_outage
+from relayline.shared.texts import DATABASE_UNAVAILABLE
 from relayline.web.body_limit import BODY_TOO_LARGE
 
 logger = logging.getLogger("relayline.web")
@@ -84,6 +89,17 @@ def init_app(app: Flask | Blueprint) -> None:
 
     for kind in (RedisConnectionError, RedisTimeoutError, OperationalError):
         app.register_error_handler(kind, outage)
+
+    def database_error(exc: Exception) -> Response:
+        # The server is down or a connection broke: a transaction that did not commit
+        # changed nothing, so the client may retry. Any other database error is a 500.
+        if not is_outage(exc):
+            return unexpected(exc)
+        logger.warning("the database is unreachable: %s", exc)
+        return refused(DatabaseUnavailableError(DATABASE_UNAVAILABLE))
+
+    for database_kind in (sa.exc.DBAPIError, sa.exc.TimeoutError):
+        app.register_error_handler(database_kind, database_error)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:

@@ -37,6 +37,7 @@ from relayline.web.cursor import Cursor, frame_id
 from relayline.web.direct import direct_socket, frames_of
 from relayline.web.dispatch import HEARTBEAT_SECONDS, SSE_HEADERS, STREAM_ID_HEADER, log_frames
 from relayline.web.services import services
+from relayline.web.slow_clients import client_budget
 
 #: envelopes of a left segment sent in one response (the client resumes for more)
 LEFT_SEGMENT_MOST = 1000
@@ -92,6 +93,7 @@ def _live(
         timeout=svc.settings.relay_timeout,
         ids=ids,
         direct=direct_socket(request.environ, svc.settings),
+        budget=client_budget(request.environ, svc.settings),
     )
 
 

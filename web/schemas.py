@@ -371,13 +371,19 @@ _ERRORS = {
     413: "a body over 1 MiB",
     415: "a body of another Content-Type than the route's",
     429: "too many turns queued",
-    503: "a dependency (database, Redis, broker) is down; retry",
+    503: "a dependency (database, Redis, broker) is down; retry after `Retry-After` seconds "
+    "(the database's: code database_unavailable)",
 }
+#: headers a refusal carries
+_HEADERS = {503: ("Retry-After",)}
 
 
 def errors(*statuses: int) -> dict[int, Answer]:
     """The refusals a route may answer (every one is ``ErrorBody``)."""
-    return {status: Answer(_ERRORS[status], ErrorBody) for status in statuses}
+    return {
+        status: Answer(_ERRORS[status], ErrorBody, headers=_HEADERS.get(status, ()))
+        for status in statuses
+    }
 
 
 #: what every relayline route may answer besides its own

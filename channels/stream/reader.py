@@ -16,6 +16,13 @@ blocked XREAD (and one Redis connection) per SSE response.
 - **Backpressure:** each subscription's queue holds at most about ``QUEUE_LIMIT``
   envelopes; past that its log is left out of the XREAD until it drains (the log is
   durable: a slow client delays, never loses). Readers of the same log share its read.
+  A subscription given a byte ``budget`` is also dropped once what waits unsent for
+  its client (queued, plus what its response took and has not written yet) passes the
+  budget while the client took nothing for ``STALL_SECONDS`` (a client that reads is
+  never dropped for one large read landing at once): its queue ends with
+  ``ClientTooSlowError`` and ``on_overflow`` is called (the web shuts the client's
+  socket down, so a response blocked writing to a client that never reads ends at once
+  and frees what it held). The client resumes from the last event it received.
 - **Heartbeats:** a waiting response asks to be woken by a time (its heartbeat or its
   silence timeout) instead of waiting with a timeout of its own, which under gevent
   costs a timer and an exception object per event relayed; the reader wakes those
@@ -41,13 +48,13 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Final, Protocol, cast
 
 import redis
 
 from relayline.channels.envelope import REPLACED
-from relayline.channels.errors import ChannelReadError
+from relayline.channels.errors import ChannelReadError, ClientTooSlowError
 from relayline.channels.keys import log_key, reader_wake_key
 from relayline.channels.stream.log import check_not_replaced, replaced_error, split_entry
 from relayline.channels.stream.splice import Spliced, splice
@@ -71,6 +78,9 @@ QUEUE_LIMIT: Final = 2000
 #: reading holds about this much in copies, whatever the size of the segment (the
 #: texts still queued are shared by every reader of the log)
 TAKE_CHARS: Final = 1 << 20
+#: seconds a client over its byte budget may go without taking anything before it is
+#: dropped (checked at each read delivered to it and at each tick)
+STALL_SECONDS: Final = 1.0
 #: seconds between reconnection attempts after a Redis error, first and at most
 BACKOFF_FIRST: Final = 0.05
 BACKOFF_MAX: Final = 2.0
@@ -119,7 +129,14 @@ class Subscription:
     start) to its terminal. Close it (or use it as a context manager) when done."""
 
     def __init__(
-        self, mux: LogMultiplexer, segment_id: str, after: int, thread_id: str | None
+        self,
+        mux: LogMultiplexer,
+        segment_id: str,
+        after: int,
+        thread_id: str | None,
+        *,
+        budget: int | None = None,
+        on_overflow: Callable[[], None] | None = None,
     ) -> None:
         self.mux = mux
         self.segment_id = segment_id
@@ -143,6 +160,20 @@ class Subscription:
         self._sink: Sink | None = None
         #: the monotonic time the response last had, or the reader wrote, an event
         self._heard = time.monotonic()
+        #: characters that may wait unsent for the client before it is dropped
+        self.budget = budget
+        self._on_overflow = on_overflow
+        #: characters of the response's take: at most half the budget, so that one
+        #: write in progress never counts as over it by itself
+        self._take_chars = TAKE_CHARS if budget is None else max(1, min(TAKE_CHARS, budget // 2))
+        self._chars_in = 0  # characters queued (written by the reader only)
+        self._chars_out = 0  # characters taken (written by the response only)
+        self._sending = 0  # characters taken and not yet written (the response only)
+        #: the monotonic time the client last took something (its response took a read
+        #: or finished a write, or the reader's own write went out whole)
+        self._progress = time.monotonic()
+        #: why the client was dropped for passing its budget (set by the reader)
+        self._overflow: ClientTooSlowError | None = None
 
     # the reader's side -------------------------------------------------------------
 
@@ -151,20 +182,68 @@ class Subscription:
         """Envelopes queued, not taken yet."""
         return self._delivered - self._taken
 
+    @property
+    def dropped(self) -> bool:
+        """Whether the client was dropped for passing its budget."""
+        return self._overflow is not None
+
     def _deliver(self, item: _Item) -> None:
+        if self.dropped:
+            return  # nothing more for a client that was dropped
         sink = self._sink
         if sink is not None and isinstance(item, list) and not self._items:
             # At most about TAKE_CHARS written at once; the rest goes to the response,
             # which takes it in parts (so no read is copied whole for one client).
-            fits = max(1, _within(item, TAKE_CHARS))
+            fits = max(1, _within(item, self._take_chars))
             rest = item[fits:]
             item = self._write(sink, item[:fits]) + rest
             if self._sink is not None and not item:
                 return  # all written
         if isinstance(item, list):
             self._delivered += len(item)
+            self._chars_in += sum(map(len, item))
         self._items.append(item)  # possibly empty: what wakes the response to take over
         self._ready.set()
+        self._check_budget(time.monotonic())
+
+    def _check_budget(self, now: float) -> None:
+        """(the reader) Drop the client when it is over its budget and stalled."""
+        if (
+            self.budget is not None
+            and self._overflow is None
+            and self.unsent > self.budget
+            and now - self._progress >= STALL_SECONDS
+        ):
+            self._drop()
+
+    @property
+    def unsent(self) -> int:
+        """Characters waiting for the client: queued, or taken and not yet written."""
+        return self._chars_in - self._chars_out + self._sending
+
+    def _drop(self) -> None:
+        """(the reader) The client passed its budget: end its queue with the reason and
+        let the web cut its connection (a response blocked writing to it ends)."""
+        self._sink = None
+        self._overflow = ClientTooSlowError(
+            f"The client of segment {self.segment_id} left {self.unsent} characters "
+            f"unread, more than its budget of {self.budget}; it was dropped after event "
+            f"{self.after} and may resume from there."
+        )
+        self._items.append(self._overflow)  # wakes a response waiting for a read
+        self._ready.set()
+        if self._on_overflow is not None:
+            try:
+                self._on_overflow()
+            except Exception:  # the reader serves every other client: never raise here
+                logger.exception("dropping the slow client of %s failed", self.segment_id)
+
+    def sending(self, chars: int) -> None:
+        """(the response) ``chars`` of what it took are being written to the client
+        (0 once written): counted against the budget until then."""
+        self._sending = chars
+        if not chars:
+            self._progress = time.monotonic()
 
     def _write(self, sink: Sink, texts: list[str]) -> list[str]:
         """Write the read's events to ``sink``; what is left for the response to take:
@@ -183,7 +262,9 @@ class Subscription:
             return texts
         self.after = batch[-1].sequence
         self._heard = time.monotonic()
-        if not sink.write(batch):
+        if sink.write(batch):
+            self._progress = self._heard
+        else:
             self._sink = None
         return []
 
@@ -204,6 +285,8 @@ class Subscription:
 
     def _full(self) -> bool:
         """Whether the queue is full; if so, the next drain wakes the reader."""
+        if self.dropped:
+            return True  # never read for again
         if self._pending < self.mux.queue_limit:  # the common case
             return False
         # Stalled first, the count read after; _take writes its count first and reads
@@ -239,6 +322,7 @@ class Subscription:
                 if sink is not None:
                     self._sink = None  # the socket is the response's again
                     sink.flush()
+                    self._progress = time.monotonic()
                 if texts is None:
                     now = time.monotonic()
                     if now - self._heard >= timeout:
@@ -288,18 +372,20 @@ class Subscription:
                 if items:
                     break
             self._due = math.inf
+        if self._overflow is not None:  # what is queued will never be sent
+            items.clear()
+            raise self._overflow
         texts: list[str] = []
         chars = 0
-        while items and len(texts) < self.mux.queue_limit and chars < TAKE_CHARS:
+        limit = self._take_chars
+        while items and len(texts) < self.mux.queue_limit and chars < limit:
             item = items.popleft()
             if isinstance(item, ChannelReadError):
                 if texts:  # what came before the error first
                     items.appendleft(item)
                     break
                 raise item
-            taken = (
-                _within(item, TAKE_CHARS - chars) if texts else max(1, _within(item, TAKE_CHARS))
-            )
+            taken = _within(item, limit - chars) if texts else max(1, _within(item, limit))
             if taken < len(item):
                 items.appendleft(item[taken:])  # the rest on the next take
             texts += item[:taken]
@@ -307,6 +393,8 @@ class Subscription:
             if taken < len(item):
                 break
         self._taken += len(texts)
+        self._chars_out += chars
+        self._progress = time.monotonic()
         if self._stalled:  # rare: the reader left this log out
             with self._lock:
                 wake = self._stalled and self._pending <= self.mux.queue_limit // 2
@@ -433,14 +521,24 @@ class LogMultiplexer:
         self._wake_id = _START
 
     def subscribe(
-        self, segment_id: str, *, after: int = -1, thread_id: str | None = None
+        self,
+        segment_id: str,
+        *,
+        after: int = -1,
+        thread_id: str | None = None,
+        budget: int | None = None,
+        on_overflow: Callable[[], None] | None = None,
     ) -> Subscription:
-        """Read the log of ``segment_id`` after the sequence ``after`` (its start: -1)."""
+        """Read the log of ``segment_id`` after the sequence ``after`` (its start: -1);
+        ``budget``: characters that may wait unsent for its client, past which it is
+        dropped (``on_overflow`` is called; its queue ends with ClientTooSlowError)."""
         if self._pid != os.getpid():  # a forked child: the thread stayed in the parent
             self._reset()
         if self._closed.is_set():
             raise ChannelReadError("The web app's log reader is closed.")
-        subscription = Subscription(self, segment_id, after, thread_id)
+        subscription = Subscription(
+            self, segment_id, after, thread_id, budget=budget, on_overflow=on_overflow
+        )
         with self._lock:
             self._joining.append(subscription)
             if self._thread is None:
@@ -539,13 +637,15 @@ class LogMultiplexer:
                     break
 
     def _wake_due(self, now: float) -> None:
-        """Wake every waiting response whose heartbeat or silence timeout is due."""
+        """Wake every waiting response whose heartbeat or silence timeout is due; drop
+        the clients stalled over their budget."""
         with self._lock:
             waiting = [s for log in self._logs.values() for s in log.subscribers]
             waiting += self._joining
         for subscription in waiting:
             if subscription._due <= now:
                 subscription._ready.set()
+            subscription._check_budget(now)  # a stalled client no read reaches
 
     def _snapshot(self) -> _ReadList:
         """The logs to read now: joins attached (a log read already first replays its

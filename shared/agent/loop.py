@@ -25,9 +25,9 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from opentelemetry.trace import StatusCode
 
@@ -41,7 +41,7 @@ from relayline.shared.chunks import (
     ToolCallChunk,
     ToolResultChunk,
 )
-from relayline.shared.errors import ProviderError, ToolFailedError
+from relayline.shared.errors import ConflictError, ProviderError, ToolFailedError
 from relayline.shared.errors import StepLimitError as StepLimitError  # re-exported: it lived here
 from relayline.shared.events import Activity, RunUsage, StepFinished, StepStarted
 from relayline.shared.failures import failure_of, redact_keys
@@ -53,6 +53,7 @@ from relayline.shared.interrupts import (
 )
 from relayline.shared.jsonutil import dumps
 from relayline.shared.messages import Message, ToolCallPart, new_id
+from relayline.shared.persistence.outage import DATABASE_RETRY_SECONDS, through_outage
 from relayline.shared.persistence.store import (
     UNCHANGED,
     RunRecord,
@@ -84,6 +85,7 @@ from relayline.shared.telemetry import tracer
 from relayline.shared.tools import AnyTool, stop_signal_scope
 
 Item = Any  # a chunk or a portable event
+T = TypeVar("T")
 logger = logging.getLogger("relayline.agent")
 
 #: the result the model sees for a non-idempotent call a lost worker left mid-way
@@ -91,7 +93,13 @@ INTERRUPTED_ERROR = "The tool was interrupted; it may or may not have taken effe
 
 
 class RunLoop:
-    """Advances one run. ``record`` is always the newest version this process wrote."""
+    """Advances one run. ``record`` is always the newest version this process wrote.
+
+    Its writes and reads are retried through a database outage for up to
+    ``database_retry_seconds`` (``persistence.outage``): a tool that completed while the
+    server was down keeps its result, written once the server is back."""
+
+    database_retry_seconds: float = DATABASE_RETRY_SECONDS
 
     def __init__(
         self,
@@ -142,21 +150,70 @@ class RunLoop:
         fresh: bool = False,
         unless_stopped: bool = False,
     ) -> RunRecord:
-        """Write the run (``Store.write_run``); the lease is renewed unless given."""
-        self.record = self.store.write_run(
-            self.record,
-            append=append,
-            status=status,
-            attempt=attempt,
-            interrupt=interrupt,
-            accepted=accepted,
-            checkpoint=checkpoint,
-            error=error,
-            lease_expires_at=self._lease() if lease_expires_at is UNCHANGED else lease_expires_at,
-            fresh=fresh,
-            unless_stopped=unless_stopped,
+        """Write the run (``Store.write_run``); the lease is renewed unless given.
+        Retried through a database outage; a write whose commit the outage hid (the
+        connection broke after it) is recognised on the retry and kept."""
+        base = self.record
+        tries = 0
+
+        def write_once() -> RunRecord:
+            nonlocal tries
+            tries += 1
+            try:
+                return self.store.write_run(
+                    base,
+                    append=append,
+                    status=status,
+                    attempt=attempt,
+                    interrupt=interrupt,
+                    accepted=accepted,
+                    checkpoint=checkpoint,
+                    error=error,
+                    lease_expires_at=(
+                        self._lease() if lease_expires_at is UNCHANGED else lease_expires_at
+                    ),
+                    fresh=fresh and tries == 1,  # a retry looks up what the first stored
+                    unless_stopped=unless_stopped,
+                )
+            except StopRequestedError:
+                raise
+            except ConflictError:
+                # Only a retry can meet its own earlier try's commit.
+                committed = (
+                    None if tries == 1 else self._committed(base, status, accepted, checkpoint)
+                )
+                if committed is None:
+                    raise
+                return committed
+
+        self.record = through_outage(
+            write_once, what=f"run {base.run_id}'s write", budget=self.database_retry_seconds
         )
         return self.record
+
+    def _committed(
+        self,
+        base: RunRecord,
+        status: RunStatus | Unchanged,
+        accepted: Accepted | Unchanged,
+        checkpoint: Checkpoint | Unchanged,
+    ) -> RunRecord | None:
+        """The run as an earlier try of this write left it, when that try committed
+        before its connection broke (the next version, holding what it wrote); else None
+        (another process wrote the run: the conflict stands)."""
+        found = self.store.run(base.thread_id, base.run_id)
+        if found is None or found.version != base.version + 1 or found.attempt != base.attempt:
+            return None
+        same = (
+            (status is UNCHANGED or found.status == status)
+            and (accepted is UNCHANGED or found.accepted == accepted)
+            and (checkpoint is UNCHANGED or found.checkpoint == checkpoint)
+        )
+        return found if same else None
+
+    def _read(self, what: str, read: Callable[[], T]) -> T:
+        """A read of the loop, retried through a database outage like its writes."""
+        return through_outage(read, what=what, budget=self.database_retry_seconds)
 
     def stopped_meanwhile(self, error: StopRequestedError) -> None:
         """A stop was recorded after the last check, as the run was about to complete
@@ -199,8 +256,9 @@ class RunLoop:
         if self._stop_read:  # the record is the admission's own: nothing to read yet
             self._stop_read = False
             return False
-        if self.record.stop_requested is not None or self.store.stop_requested(
-            self.record.thread_id, self.record.run_id
+        thread_id, run_id = self.record.thread_id, self.record.run_id
+        if self.record.stop_requested is not None or self._read(
+            "the stop flag", lambda: self.store.stop_requested(thread_id, run_id)
         ):
             self.stop_signal.set()
             return True
@@ -274,7 +332,8 @@ class RunLoop:
         message_id = new_id("msg")
         history, self._history = self._history, None  # only the first step's is known
         if history is None:
-            history = tuple(self.store.messages(self.record.thread_id))
+            thread_id = self.record.thread_id
+            history = tuple(self._read("the history", lambda: self.store.messages(thread_id)))
         request = ModelRequest(
             system_prompt=self.spec.system_prompt,
             messages=history,

@@ -116,7 +116,12 @@ def _text_envelope(segment_id: str, sequence: int) -> str:
 @pytest.fixture
 def env(tmp_path: Path, redis_databases: RedisDatabases) -> Iterator[dict[str, str]]:
     with redis_databases.database(f"direct {tmp_path.name}") as redis_url:
-        yield fresh_env(tmp_path, redis_url, RELAYLINE_METRICS="1")
+        # A budget over the slow client's whole segment: it reads late but it reads,
+        # and this test is about the writes (tests/integration/test_slow_clients.py
+        # drops clients that never read).
+        yield fresh_env(
+            tmp_path, redis_url, RELAYLINE_METRICS="1", RELAYLINE_CLIENT_BUFFER_BYTES=str(64 << 20)
+        )
 
 
 @pytest.mark.parametrize("direct", ["on", "0"])

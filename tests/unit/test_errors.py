@@ -16,6 +16,7 @@ import relayline.shared.errors
 from relayline.shared.errors import (
     HTTP_STATUS,
     NOT_HTTP,
+    DatabaseUnavailableError,
     RelaylineError,
     RunNotWaitingError,
     WorkflowError,
@@ -124,6 +125,8 @@ def test_web_answers_each_refusal_with_its_table_status(
     details = (
         {"code": "ALREADY_ANSWERED", "runId": "run_1", "status": "running"}
         if error is RunNotWaitingError
+        else {"code": "database_unavailable"}
+        if error is DatabaseUnavailableError
         else {}
     )
     assert response.get_json() == {

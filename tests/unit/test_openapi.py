@@ -101,3 +101,19 @@ def test_the_document_names_relayline_s_version(tmp_path: Path) -> None:
     app = create_app(_settings(tmp_path))
     document = app.test_client().get("/openapi.json").get_json()
     assert document["info"]["version"] == relayline.__version__
+
+
+def test_every_refusal_503_names_retry_after(tmp_path: Path) -> None:
+    """A dependency down (the database: code database_unavailable) is a 503 with
+    Retry-After on every route that may answer it (web.errors)."""
+    document = build(create_app(_settings(tmp_path)))
+    refusals = [
+        answer
+        for item in document["paths"].values()
+        for operation in item.values()
+        for status, answer in operation["responses"].items()
+        if status == "503" and "ErrorBody" in str(answer.get("content"))
+    ]
+    assert len(refusals) > 10
+    assert all("Retry-After" in answer.get("headers", {}) for answer in refusals)
+    assert all("database_unavailable" in answer["description"] for answer in refusals)

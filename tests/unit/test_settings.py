@@ -309,3 +309,12 @@ def test_waiting_for_a_worker_defaults_and_values() -> None:
 def test_waiting_for_a_worker_refuses_bad_values(env: dict[str, str], says: str) -> None:
     with pytest.raises(ValueError, match=re.escape(says)):
         Settings.from_env(env)
+
+
+def test_client_buffer_bytes_defaults_to_4_mib_and_must_be_positive() -> None:
+    assert Settings.from_env({}).client_buffer_bytes == 4 * 1024 * 1024
+    env = {"RELAYLINE_CLIENT_BUFFER_BYTES": "65536"}
+    assert Settings.from_env(env).client_buffer_bytes == 65536
+    for bad in ("0", "-1", "4MB"):
+        with pytest.raises(ValueError, match="RELAYLINE_CLIENT_BUFFER_BYTES"):
+            Settings.from_env({"RELAYLINE_CLIENT_BUFFER_BYTES": bad})
