@@ -18,9 +18,12 @@ import requests
 from flask import Flask
 
 from relayline import Relayline
+from relayline.demo import build as build_demo_agent
+from relayline.shared.auth import mint_token
 from relayline.shared.ids import THREAD_ID_PATTERN
 from relayline.shared.persistence import Store
 from relayline.shared.settings import Settings
+from relayline.shared.texts import OUTCOME_TEXTS
 from tests.support.host_app import HostServer
 from tests.support.mercure_hub import MercureHub
 from tests.support.push_stack import PushStack, push_stack
@@ -31,6 +34,8 @@ from tests.support.stack import Worker, running_stack, stack_env
 pytestmark = pytest.mark.integration
 
 BROWSER_DIR = Path(__file__).resolve().parents[1] / "browser"
+#: screenshots of the demo page people can look at after a run (gitignored)
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "demo-page"
 CHROMIUM = Path("/usr/bin/chromium")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 VENDORED_PUSHER = "/demo/static/vendor/pusher-with-encryption.min.js"
@@ -227,6 +232,106 @@ def test_demo_page_under_a_prefix_in_chromium(
 
 
 # ---------------------------------------------------------------------------------------
+# The person-facing features, on a server that wants a bearer token
+# ---------------------------------------------------------------------------------------
+
+#: SECRET_KEY of the token stack (RELAYLINE_AUTH=token wants at least 32 characters)
+SECRET = "demo-page-test-secret-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def token_demo_stack(
+    tmp_path_factory: pytest.TempPathFactory, redis_databases: RedisDatabases
+) -> Iterator[str]:
+    """The demo agent on a stack with RELAYLINE_AUTH=token; yields the web app's URL."""
+    workdir = tmp_path_factory.mktemp("demo-token")
+    database_url = f"sqlite:///{workdir / 'db.sqlite'}"
+    Store(database_url).dispose()
+    with redis_databases.database("token demo page stack") as redis_url:
+        env = {
+            **stack_env(redis_url, database_url, workdir),
+            "RELAYLINE_AGENT": "relayline.demo:build",
+            "RELAYLINE_AUTH": "token",
+            "SECRET_KEY": SECRET,
+        }
+        with running_stack(env, workers=1) as (web, _workers):
+            yield web.url
+
+
+def test_the_page_learns_that_it_needs_a_token(token_demo_stack: str) -> None:
+    config = requests.get(token_demo_stack + "/demo/config", timeout=10)
+    assert config.status_code == 200  # the page asks before it has a token
+    assert config.json()["tokenRequired"] is True
+    assert config.json()["outcomeTexts"] == OUTCOME_TEXTS
+    # The suggestions the chips show, from the agent (AgentSpec.suggestions).
+    agent = requests.get(token_demo_stack + "/agent/default", timeout=10).json()
+    assert [s["suggestion"] for s in agent["suggestions"]] == build_demo_agent().suggestions
+
+
+def test_demo_page_features_in_chromium(token_demo_stack: str, node: str) -> None:
+    """Token field, suggestion chips, one-line decided approvals in the person's words,
+    "stopped" the same live and after a reload, delete behind a confirmation; the
+    screenshots stay in artifacts/demo-page/ for people to look at."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for old in ARTIFACTS.glob("*.png"):
+        old.unlink()
+    token = mint_token(SECRET, "ann")
+    done = subprocess.run(
+        [
+            node,
+            str(BROWSER_DIR / "demo-features.test.mjs"),
+            token_demo_stack,
+            str(ARTIFACTS),
+            token,
+            json.dumps(OUTCOME_TEXTS),
+        ],
+        cwd=BROWSER_DIR,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    steps = [line[len("ok - ") :] for line in done.stdout.splitlines() if line.startswith("ok - ")]
+    assert steps == [
+        "token field",
+        "suggestion chips",
+        "long story chip and Stop",
+        "an approved call collapses to one line",
+        "a rejected call collapses to one line in the person's words",
+        "a stopped approval looks the same live and after a reload",
+        "delete asks for confirmation",
+    ], done.stdout
+    for name in ("token-field", "suggestion-chips", "decided-and-stopped-after-reload"):
+        assert (ARTIFACTS / f"{name}.png").read_bytes()[:8] == PNG_SIGNATURE, name
+    assert (ARTIFACTS / "delete-dialog.png").read_bytes()[:8] == PNG_SIGNATURE
+
+    result: dict[str, Any] = json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0])
+    assert result["chips"] == build_demo_agent().suggestions
+    auth = {"Authorization": f"Bearer {token}"}
+    # What the server stored of the conversation the page drew: approved, rejected with
+    # the reason typed, and the stopped approval neither approved nor rejected.
+    history = requests.get(
+        f"{token_demo_stack}/api/chat/{result['threadId']}", headers=auth, timeout=10
+    ).json()["messages"]
+    tools = [p for m in history for p in m["parts"] if p["type"].startswith("tool-")]
+    assert [p["state"] for p in tools] == ["output-available", "output-denied", "output-error"]
+    assert tools[1]["approval"]["reason"] == result["reason"]
+    assert "approval" not in tools[2]
+    assert history[-1]["metadata"] == {
+        "stopped": True,
+        "unfinishedCalls": {tools[2]["toolCallId"]: "stopped"},
+    }
+    thread = requests.get(
+        f"{token_demo_stack}/api/threads/{result['threadId']}", headers=auth, timeout=10
+    ).json()
+    assert thread["run"]["status"] == "cancelled"
+    # Confirmed, the first conversation is gone from the server.
+    deleted = f"{token_demo_stack}/api/chat/{result['deletedThreadId']}"
+    assert requests.get(deleted, headers=auth, timeout=10).status_code == 404
+
+
+# ---------------------------------------------------------------------------------------
 # Push delivery
 # ---------------------------------------------------------------------------------------
 
@@ -261,6 +366,8 @@ def test_the_page_learns_which_push_deliveries_it_may_use(push_demo_stack: PushS
     assert config.json() == {
         "delivery": "relay",
         "threadIdPattern": THREAD_ID_PATTERN,  # the page checks a saved thread id by it
+        "tokenRequired": False,
+        "outcomeTexts": OUTCOME_TEXTS,
         "pusher": {
             "key": soketi.key,
             "wsHost": soketi.host,
