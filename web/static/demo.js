@@ -1450,16 +1450,11 @@ function askForToken() {
   sendButton.disabled = true;
   statusLine.textContent = 'This server wants an access token: enter it above.';
   $('#token').focus();
-  return new Promise((resolve) => {
-    form.addEventListener('submit', (event) => {
-      event.preventDefault();
-      const token = /** @type {HTMLInputElement} */ ($('#token')).value.trim();
-      if (!token) return;
-      sessionStorage.setItem(TOKEN_KEY, token);
-      resolve();
-    });
-  });
+  return new Promise((resolve) => { tokenWaiter = resolve; });
 }
+
+/** Resolves askForToken() once the first token is given; null afterwards. */
+let tokenWaiter = null;
 
 composer.addEventListener('submit', (event) => {
   event.preventDefault();
@@ -1470,12 +1465,19 @@ composer.addEventListener('submit', (event) => {
 });
 $('#new-conversation').addEventListener('click', newConversation);
 stopButton.addEventListener('click', stopRun);
-// A token typed later (another one) is used from the next request on.
+// The first token lets the page start; one typed later (a new one, after a 401) is
+// used from the next request on.
 $('#token-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const token = /** @type {HTMLInputElement} */ ($('#token')).value.trim();
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
-  loadThreads();
+  if (!token) return;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  if (tokenWaiter) {
+    tokenWaiter();
+    tokenWaiter = null;
+  } else {
+    loadThreads();
+  }
 });
 
 const pageConfig = await discoverDeliveries();
