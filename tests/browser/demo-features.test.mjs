@@ -1,14 +1,17 @@
 /**
- * The demo page's person-facing features in headless Debian Chromium (playwright-core),
- * on a server with RELAYLINE_AUTH=token:
+ * The demo page's person-facing features in headless Debian Chromium (playwright-core):
  *
- *   node demo-features.test.mjs <base url> <artifacts dir> <token> <outcome texts JSON>
+ *   node demo-features.test.mjs <base url> <artifacts dir> <outcome texts JSON>
+ *   node demo-features.test.mjs <base url> <artifacts dir> <outcome texts JSON> <token>
  *
- * the token field (every API request then carries the bearer token), the suggestion
- * chips (one tells a long story: Stop is there to press), decided approvals collapsed
- * to one line with the person's words for approved and rejected, an approval stopped
- * by the person shown "stopped" live and the same after a reload, and deleting a
- * conversation only after a confirmation dialog. Screenshots go to <artifacts dir>.
+ * Without a token (a server without auth): the suggestion chips (one tells a long
+ * story: Stop is there to press), decided approvals collapsed to one line in the
+ * person's words (shared/texts.py OUTCOME_TEXTS, passed in as the server sends them),
+ * an approval the person stopped shown "stopped" live and the same after a reload, and
+ * deleting a conversation only after a confirmation dialog; each feature runs from a
+ * fresh conversation and is reported on its own (`ok - ` / `not ok - `). With a token
+ * (a server with RELAYLINE_AUTH=token): the token field, before any API request, and
+ * the bearer token on every request after it. Screenshots go to <artifacts dir>.
  *
  * Run by tests/integration/test_demo_page.py. Every wait is a Playwright auto-waiting
  * locator or event with a bounded timeout: no sleeps. Prints one `RESULT {...}` line
@@ -21,9 +24,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
-const [baseUrl, artifacts, token, outcomesJSON] = process.argv.slice(2);
-if (!baseUrl || !artifacts || !token || !outcomesJSON) {
-  console.error('usage: node demo-features.test.mjs <base url> <artifacts dir> <token> <outcome texts JSON>');
+const [baseUrl, artifacts, outcomesJSON, token] = process.argv.slice(2);
+if (!baseUrl || !artifacts || !outcomesJSON) {
+  console.error('usage: node demo-features.test.mjs <base url> <artifacts dir> <outcome texts JSON> [<token>]');
   process.exit(2);
 }
 /** shared/texts.py OUTCOME_TEXTS, as the server sends them in GET /demo/config */
@@ -89,16 +92,149 @@ async function drawnOutcomes(page) {
   };
 }
 
-async function run(page) {
-  const result = {};
-  const apiRequests = [];
+/** Record the page's requests to relayline's API: method, path, Authorization. */
+function watchApi(page) {
+  const seen = [];
   page.on('request', (r) => {
-    if (new URL(r.url()).pathname.startsWith('/api/')) {
-      apiRequests.push({ method: r.method(), path: new URL(r.url()).pathname, auth: r.headers().authorization ?? null });
+    const { pathname } = new URL(r.url());
+    if (pathname.startsWith('/api/')) {
+      seen.push({ method: r.method(), path: pathname, auth: r.headers().authorization ?? null });
     }
   });
+  return seen;
+}
 
-  // Token: the server wants a bearer token; the page asks for it before anything else.
+/** A fresh, empty conversation; returns its thread id. */
+async function freshConversation(page) {
+  await page.getByRole('button', { name: 'New conversation' }).click();
+  return currentThread(page);
+}
+
+/**
+ * The features on a server without auth. Each step starts from a fresh conversation and
+ * is reported on its own (`ok - ` or `not ok - `), so a run against a page without one
+ * of them shows which are missing.
+ */
+const FEATURES = {
+  async 'suggestion chips'(page, result) {
+    const chips = page.getByRole('group', { name: 'Suggestions' }).getByRole('button');
+    await chips.first().waitFor();
+    result.chips = await chips.allTextContents();
+    await freshConversation(page);
+    await chip(page, 'What is the weather?').click();
+    await answer(page, 'Weather report: sunny and 21 °C in Lisbon.').waitFor();
+    await shot(page, 'suggestion-chips');
+  },
+
+  async 'long story chip and Stop'(page) {
+    await freshConversation(page);
+    await chip(page, 'Tell me a long story').click();
+    await answer(page, 'Once upon a time').waitFor();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await stoppedNote(page).waitFor();
+    const partial = await page.locator('.msg.assistant.stopped p.text').textContent();
+    assert.ok(!partial.includes('until morning'), 'stopped before its end');
+  },
+
+  async 'an approved call collapses to one line'(page, result) {
+    result.approvedThreadId = await freshConversation(page);
+    await send(page, 'Delete report.pdf');
+    await approvalCards(page).getByRole('button', { name: 'Approve' }).click();
+    await answer(page, SETTLED).waitFor();
+    const approved = decided(page, 'approved').filter({ hasText: 'report.pdf deleted' });
+    await approved.waitFor();
+    assert.equal(await approvalCards(page).count(), 0, 'a decided approval leaves no card');
+    await assertOneLine(approved, 'delete_file', OUTCOMES.approved);
+  },
+
+  async "a rejected call collapses to one line in the person's words"(page, result) {
+    result.rejectedThreadId = await freshConversation(page);
+    result.reason = 'keep it for the audit';
+    await send(page, 'Delete report.pdf');
+    await approvalCards(page).getByLabel('Reason (optional)').fill(result.reason);
+    await approvalCards(page).getByRole('button', { name: 'Reject' }).click();
+    await answer(page, SETTLED).waitFor();
+    const rejected = decided(page, 'rejected');
+    await rejected.waitFor();
+    assert.equal(await approvalCards(page).count(), 0, 'a decided approval leaves no card');
+    await assertOneLine(rejected, 'delete_file', `${OUTCOMES.rejectedBecause} ${result.reason}`);
+  },
+
+  async 'a stopped approval looks the same live and after a reload'(page, result) {
+    result.stoppedThreadId = await freshConversation(page);
+    await send(page, 'Delete report.pdf');
+    await approvalCards(page).waitFor();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    const stopped = decided(page, 'stopped');
+    await stopped.waitFor();
+    await stoppedNote(page).waitFor();
+    assert.equal(await approvalCards(page).count(), 0);
+    await assertOneLine(stopped, 'delete_file', OUTCOMES.stopped);
+    const live = await drawnOutcomes(page);
+    await page.reload({ waitUntil: 'load' });
+    assert.equal(await currentThread(page), result.stoppedThreadId);
+    await answer(page, 'I will delete it once you approve.').waitFor(); // history drawn
+    const reloaded = await drawnOutcomes(page);
+    assert.deepEqual(reloaded, live, 'the same outcomes after a reload');
+    assert.deepEqual(reloaded, { cards: [live.cards[0]], stopped: 1 });
+    assert.equal(await page.locator('.tool-status[data-status="error"]').count(), 0);
+    assert.ok(!MODEL_WORDS.test(await page.locator('#log').innerText()), 'no model-facing text');
+    await shot(page, 'stopped-approval-after-reload');
+  },
+
+  async 'delete asks for confirmation'(page, result) {
+    const threadId = await freshConversation(page);
+    await send(page, 'hi');
+    await answer(page, 'Hello! You said: hi.').waitFor();
+    await freshConversation(page);
+    const deletes = () => result.api.filter((r) => r.method === 'DELETE').length;
+    const before = deletes();
+    const item = page.locator(`#threads [data-thread-id="${threadId}"]`);
+    await item.getByRole('button', { name: /^Delete conversation/ }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete this conversation?' });
+    await dialog.waitFor();
+    await shot(page, 'delete-dialog');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal(await item.count(), 1, 'Cancel keeps the conversation');
+    assert.equal(deletes(), before, 'nothing was sent');
+    await item.getByRole('button', { name: /^Delete conversation/ }).click();
+    await dialog.getByRole('button', { name: 'Delete' }).click();
+    await item.waitFor({ state: 'detached' });
+    assert.equal(deletes(), before + 1);
+    result.deletedThreadId = threadId;
+  },
+};
+
+/** Every feature, each on its own; a failed one is reported and the next goes on. */
+async function features(page) {
+  const result = { api: watchApi(page) };
+  await page.goto(baseUrl, { waitUntil: 'load' });
+  await currentThread(page);
+  let failed = 0;
+  for (const [name, feature] of Object.entries(FEATURES)) {
+    try {
+      await feature(page, result);
+      step(name);
+    } catch (error) {
+      failed += 1;
+      console.log(`not ok - ${name}: ${String(error.message || error).split('\n')[0]}`);
+      await page.screenshot({ path: join(artifacts, `failed-${failed}.png`), fullPage: true }).catch(() => {});
+      await page.goto(baseUrl, { waitUntil: 'load' }); // a clean page for the next one
+      await currentThread(page).catch(() => {});
+    }
+  }
+  result.api = result.api.length;
+  if (failed) throw new Error(`${failed} of ${Object.keys(FEATURES).length} features failed`);
+  return result;
+}
+
+/**
+ * On a server that wants a bearer token: the page asks for one before any request to
+ * the API, then sends it with every request, and a reload keeps it (this tab).
+ */
+async function tokenField(page) {
+  const api = watchApi(page);
   const loaded = await page.goto(baseUrl, { waitUntil: 'load' });
   assert.equal(loaded.status(), 200);
   const field = page.getByLabel('Access token');
@@ -106,100 +242,19 @@ async function run(page) {
   await page.getByText('This server wants an access token').waitFor();
   assert.equal(await page.getByLabel('Message', { exact: true }).isDisabled(), true);
   await shot(page, 'token-field');
-  assert.equal(apiRequests.length, 0, 'no API request before there is a token');
+  assert.equal(api.length, 0, 'no API request before there is a token');
   await field.fill(token);
   await page.getByRole('button', { name: 'Use token' }).click();
   const threadId = await currentThread(page);
-  step('token field');
-
-  // Suggestion chips: the agent's suggestions; one click sends one.
-  const chips = page.getByRole('group', { name: 'Suggestions' }).getByRole('button');
-  await chips.first().waitFor();
-  result.chips = await chips.allTextContents();
   await chip(page, 'What is the weather?').click();
   await answer(page, 'Weather report: sunny and 21 °C in Lisbon.').waitFor();
-  await shot(page, 'suggestion-chips');
-  step('suggestion chips');
-
-  // The long story: Stop shows up while it is told, and stops it.
-  await chip(page, 'Tell me a long story').click();
-  await answer(page, 'Once upon a time').waitFor();
-  await page.getByRole('button', { name: 'Stop' }).click();
-  await stoppedNote(page).waitFor();
-  const partial = await page.locator('.msg.assistant.stopped p.text').textContent();
-  assert.ok(!partial.includes('until morning'), 'stopped before its end');
-  step('long story chip and Stop');
-
-  // Approve: the card goes, the call's own card says it in one line.
-  await page.getByRole('button', { name: 'New conversation' }).click();
-  result.threadId = await currentThread(page);
-  await chip(page, 'Delete report.pdf').click();
-  await approvalCards(page).getByRole('button', { name: 'Approve' }).click();
-  await answer(page, SETTLED).waitFor();
-  const approved = decided(page, 'approved').filter({ hasText: 'report.pdf deleted' });
-  await approved.waitFor();
-  assert.equal(await approvalCards(page).count(), 0, 'a decided approval leaves no card');
-  await assertOneLine(approved, 'delete_file', OUTCOMES.approved);
-  step('an approved call collapses to one line');
-
-  // Reject with a reason: the person's words and their reason, not the model's.
-  const reason = 'keep it for the audit';
-  await send(page, 'Delete report.pdf');
-  await approvalCards(page).getByLabel('Reason (optional)').fill(reason);
-  await approvalCards(page).getByRole('button', { name: 'Reject' }).click();
-  await answer(page, SETTLED).nth(1).waitFor();
-  const rejected = decided(page, 'rejected');
-  await rejected.waitFor();
-  assert.equal(await approvalCards(page).count(), 0);
-  await assertOneLine(rejected, 'delete_file', `${OUTCOMES.rejectedBecause} ${reason}`);
-  result.reason = reason;
-  step('a rejected call collapses to one line in the person\'s words');
-
-  // Stop while an approval waits: "stopped" live, and the same after a reload.
-  await send(page, 'Delete report.pdf');
-  await approvalCards(page).waitFor();
-  await page.getByRole('button', { name: 'Stop' }).click();
-  const stopped = decided(page, 'stopped');
-  await stopped.waitFor();
-  await stoppedNote(page).waitFor();
-  assert.equal(await approvalCards(page).count(), 0);
-  await assertOneLine(stopped, 'delete_file', OUTCOMES.stopped);
-  const live = await drawnOutcomes(page);
   await page.reload({ waitUntil: 'load' });
-  assert.equal(await currentThread(page), result.threadId);
-  await stopped.waitFor();
-  await answer(page, SETTLED).nth(1).waitFor(); // history drawn to its end
-  const reloaded = await drawnOutcomes(page);
-  assert.deepEqual(reloaded, live, 'the same outcomes after a reload');
-  assert.equal(reloaded.cards.length, 3);
-  assert.equal(await page.locator('.tool-status[data-status="error"]').count(), 0);
-  assert.ok(!MODEL_WORDS.test(await page.locator('#log').innerText()), 'no model-facing text on the page');
-  await shot(page, 'decided-and-stopped-after-reload');
-  result.outcomes = reloaded;
-  step('a stopped approval looks the same live and after a reload');
-
-  // Delete: a dialog asks first; Cancel keeps the conversation, Delete erases it.
-  const item = page.locator(`#threads [data-thread-id="${threadId}"]`);
-  await item.getByRole('button', { name: /^Delete conversation/ }).click();
-  const dialog = page.getByRole('dialog', { name: 'Delete this conversation?' });
-  await dialog.waitFor();
-  await shot(page, 'delete-dialog');
-  await dialog.getByRole('button', { name: 'Cancel' }).click();
-  await dialog.waitFor({ state: 'hidden' });
-  assert.equal(await item.count(), 1, 'Cancel keeps the conversation');
-  assert.equal(apiRequests.filter((r) => r.method === 'DELETE').length, 0, 'nothing was sent');
-  await item.getByRole('button', { name: /^Delete conversation/ }).click();
-  await dialog.getByRole('button', { name: 'Delete' }).click();
-  await item.waitFor({ state: 'detached' });
-  assert.equal(apiRequests.filter((r) => r.method === 'DELETE').length, 1);
-  result.deletedThreadId = threadId;
-  step('delete asks for confirmation');
-
-  // Every API request of the page carried the person's token.
-  assert.ok(apiRequests.length > 0);
-  assert.deepEqual([...new Set(apiRequests.map((r) => r.auth))], [`Bearer ${token}`]);
-  result.apiRequests = apiRequests.length;
-  return result;
+  assert.equal(await currentThread(page), threadId, 'the tab keeps its token');
+  await answer(page, 'Weather report: sunny and 21 °C in Lisbon.').waitFor();
+  assert.ok(api.length > 0);
+  assert.deepEqual([...new Set(api.map((r) => r.auth))], [`Bearer ${token}`]);
+  step('token field');
+  return { threadId, apiRequests: api.length };
 }
 
 function step(name) {
@@ -223,7 +278,7 @@ try {
     if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
   });
   try {
-    const result = await run(page);
+    const result = token ? await tokenField(page) : await features(page);
     assert.deepEqual(problems, []);
     console.log(`RESULT ${JSON.stringify(result)}`);
   } catch (error) {

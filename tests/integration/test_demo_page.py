@@ -268,22 +268,22 @@ def test_the_page_learns_that_it_needs_a_token(token_demo_stack: str) -> None:
     assert [s["suggestion"] for s in agent["suggestions"]] == build_demo_agent().suggestions
 
 
-def test_demo_page_features_in_chromium(token_demo_stack: str, node: str) -> None:
-    """Token field, suggestion chips, one-line decided approvals in the person's words,
-    "stopped" the same live and after a reload, delete behind a confirmation; the
-    screenshots stay in artifacts/demo-page/ for people to look at."""
+def features_in_chromium(
+    node: str, base_url: str, shots: tuple[str, ...], *token: str
+) -> tuple[list[str], Any]:
+    """Run tests/browser/demo-features.test.mjs; its steps and its RESULT, once each
+    of ``shots`` (screenshots in ARTIFACTS, by name) was taken afresh."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for old in ARTIFACTS.glob("*.png"):
-        old.unlink()
-    token = mint_token(SECRET, "ann")
+    for name in shots:
+        (ARTIFACTS / f"{name}.png").unlink(missing_ok=True)
     done = subprocess.run(
         [
             node,
             str(BROWSER_DIR / "demo-features.test.mjs"),
-            token_demo_stack,
+            base_url,
             str(ARTIFACTS),
-            token,
             json.dumps(OUTCOME_TEXTS),
+            *token,
         ],
         cwd=BROWSER_DIR,
         capture_output=True,
@@ -293,42 +293,62 @@ def test_demo_page_features_in_chromium(token_demo_stack: str, node: str) -> Non
     )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     steps = [line[len("ok - ") :] for line in done.stdout.splitlines() if line.startswith("ok - ")]
+    for name in shots:
+        assert (ARTIFACTS / f"{name}.png").read_bytes()[:8] == PNG_SIGNATURE, name
+    return steps, json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0])
+
+
+def test_demo_page_features_in_chromium(demo_stack: str, node: str) -> None:
+    """Suggestion chips, one-line decided approvals in the person's words, "stopped"
+    the same live and after a reload, delete behind a confirmation; the screenshots stay
+    in artifacts/demo-page/ for people to look at."""
+    shots = ("suggestion-chips", "stopped-approval-after-reload", "delete-dialog")
+    steps, result = features_in_chromium(node, demo_stack, shots)
     assert steps == [
-        "token field",
         "suggestion chips",
         "long story chip and Stop",
         "an approved call collapses to one line",
         "a rejected call collapses to one line in the person's words",
         "a stopped approval looks the same live and after a reload",
         "delete asks for confirmation",
-    ], done.stdout
-    for name in ("token-field", "suggestion-chips", "decided-and-stopped-after-reload"):
-        assert (ARTIFACTS / f"{name}.png").read_bytes()[:8] == PNG_SIGNATURE, name
-    assert (ARTIFACTS / "delete-dialog.png").read_bytes()[:8] == PNG_SIGNATURE
-
-    result: dict[str, Any] = json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0])
+    ]
     assert result["chips"] == build_demo_agent().suggestions
-    auth = {"Authorization": f"Bearer {token}"}
-    # What the server stored of the conversation the page drew: approved, rejected with
-    # the reason typed, and the stopped approval neither approved nor rejected.
-    history = requests.get(
-        f"{token_demo_stack}/api/chat/{result['threadId']}", headers=auth, timeout=10
-    ).json()["messages"]
-    tools = [p for m in history for p in m["parts"] if p["type"].startswith("tool-")]
-    assert [p["state"] for p in tools] == ["output-available", "output-denied", "output-error"]
-    assert tools[1]["approval"]["reason"] == result["reason"]
-    assert "approval" not in tools[2]
-    assert history[-1]["metadata"] == {
+
+    # What the server stored of what the page drew: approved, rejected with the reason
+    # typed, and the stopped approval neither approved nor rejected.
+    def tool_parts(thread_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        history = requests.get(f"{demo_stack}/api/chat/{thread_id}", timeout=10).json()
+        turn = history["messages"][-1]
+        return [p for p in turn["parts"] if p["type"].startswith("tool-")], turn
+
+    [approved], _ = tool_parts(result["approvedThreadId"])
+    assert approved["state"] == "output-available"
+    assert approved["approval"] == {"id": approved["toolCallId"], "approved": True}
+    [rejected], _ = tool_parts(result["rejectedThreadId"])
+    assert rejected["state"] == "output-denied"
+    assert rejected["approval"]["reason"] == result["reason"]
+    [stopped], turn = tool_parts(result["stoppedThreadId"])
+    assert stopped["state"] == "output-error" and "approval" not in stopped
+    assert turn["metadata"] == {
         "stopped": True,
-        "unfinishedCalls": {tools[2]["toolCallId"]: "stopped"},
+        "unfinishedCalls": {stopped["toolCallId"]: "stopped"},
     }
-    thread = requests.get(
-        f"{token_demo_stack}/api/threads/{result['threadId']}", headers=auth, timeout=10
-    ).json()
-    assert thread["run"]["status"] == "cancelled"
-    # Confirmed, the first conversation is gone from the server.
-    deleted = f"{token_demo_stack}/api/chat/{result['deletedThreadId']}"
-    assert requests.get(deleted, headers=auth, timeout=10).status_code == 404
+    run = requests.get(f"{demo_stack}/api/threads/{result['stoppedThreadId']}", timeout=10)
+    assert run.json()["run"]["status"] == "cancelled"
+    # Confirmed, the conversation is gone from the server.
+    deleted = requests.get(f"{demo_stack}/api/chat/{result['deletedThreadId']}", timeout=10)
+    assert deleted.status_code == 404
+
+
+def test_demo_page_token_field_in_chromium(token_demo_stack: str, node: str) -> None:
+    token = mint_token(SECRET, "ann")
+    steps, result = features_in_chromium(node, token_demo_stack, ("token-field",), token)
+    assert steps == ["token field"]
+    # The conversation belongs to the token's user: without the token it is not found.
+    thread = f"{token_demo_stack}/api/threads/{result['threadId']}"
+    assert requests.get(thread, timeout=10).status_code == 401
+    owned = requests.get(thread, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    assert owned.json()["run"]["status"] == "completed"
 
 
 # ---------------------------------------------------------------------------------------
