@@ -36,5 +36,12 @@ def build() -> AgentSpec:
         tools=[get_weather, delete_file],
         frontend_tools=[FrontendTool("read_title", "Read the title of the current page")],
         system_prompt="You help with the page.",
-        suggestions=["What is the weather?", "What is the page title?", "Delete report.pdf"],
+        # "Tell me a long story" streams slowly (demo_script.json): time to try Stop, or
+        # a reload mid-answer.
+        suggestions=[
+            "What is the weather?",
+            "What is the page title?",
+            "Delete report.pdf",
+            "Tell me a long story",
+        ],
     )

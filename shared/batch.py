@@ -184,7 +184,7 @@ def stopped(batch: BatchJSON, accepted: Accepted) -> Accepted:
     results = results_of(accepted)
     for call in batch["calls"]:
         if call["id"] not in results and not is_rejected(call, accepted):
-            results[call["id"]] = {"error": CALL_STOPPED}
+            results[call["id"]] = {"error": CALL_STOPPED, "stopped": True}
     return {**accepted, "results": results}
 
 
@@ -200,6 +200,8 @@ def tool_message(batch: BatchJSON, accepted: Accepted) -> Message:
                 ToolResultPart(call["id"], call["name"], text, rejected=True, reject_reason=reason)
             )
             continue
-        text, is_error = settled_text(results[call["id"]])
-        parts.append(ToolResultPart(call["id"], call["name"], text, is_error))
+        entry = results[call["id"]]
+        text, is_error = settled_text(entry)
+        stopped = entry.get("stopped") is True
+        parts.append(ToolResultPart(call["id"], call["name"], text, is_error, stopped=stopped))
     return Message(id=batch["resultMessageId"], role="tool", tool_results=tuple(parts))

@@ -52,6 +52,9 @@ class ResultEntry(TypedDict, total=False):
 
     result: Any
     error: str
+    #: a person's stop settled the call before it finished (``error`` is what the model
+    #: reads); only relayline sets it, a client's entry holds one key
+    stopped: bool
 
 
 #: a person's decision on a call: "approve", "reject" or ["reject", "<reason>"]

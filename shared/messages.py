@@ -31,6 +31,7 @@ class ToolResultJSON(TypedDict):
     isError: NotRequired[bool]
     rejected: NotRequired[bool]
     rejectReason: NotRequired[str | None]
+    stopped: NotRequired[bool]
 
 
 class TextBlock(TypedDict):
@@ -77,6 +78,8 @@ class ToolResultPart:
     #: a person rejected the call: ``content`` is the instruction the model reads
     rejected: bool = False
     reject_reason: str | None = None
+    #: a person's stop settled the call before it finished: ``content`` tells the model
+    stopped: bool = False
 
     def to_json(self) -> ToolResultJSON:
         data: ToolResultJSON = {"callId": self.call_id, "name": self.name, "content": self.content}
@@ -85,6 +88,8 @@ class ToolResultPart:
         if self.rejected:
             data["rejected"] = True
             data["rejectReason"] = self.reject_reason
+        if self.stopped:
+            data["stopped"] = True
         return data
 
     @classmethod
@@ -96,6 +101,7 @@ class ToolResultPart:
             is_error=bool(data.get("isError", False)),
             rejected=bool(data.get("rejected", False)),
             reject_reason=data.get("rejectReason"),
+            stopped=bool(data.get("stopped", False)),
         )
 
 

@@ -4,7 +4,7 @@ Texts that describe an id rule live with the rule, in ``relayline.shared.ids``."
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from typing import Final, Protocol, TypedDict
 
 
 class RunRef(Protocol):
@@ -35,6 +35,29 @@ EMPTY_TURN: Final = "A new turn needs a non-empty user message."
 DATABASE_UNAVAILABLE: Final = "The database is unavailable; retry shortly."
 #: the outcome of a call the run never finished because a person stopped it
 CALL_STOPPED: Final = "TOOL NOT COMPLETED: the user stopped the run before this call finished."
+
+
+class OutcomeTexts(TypedDict):
+    """What a person reads about a call that did not run to its end. The model reads
+    other words for the same outcomes (``batch.rejection_text``, ``CALL_STOPPED``), which
+    are instructions to it, not explanations to a person."""
+
+    approved: str
+    rejected: str
+    #: before a reason the person typed
+    rejectedBecause: str
+    stopped: str
+    interrupted: str
+
+
+#: the demo page's words for decided and unfinished calls (``GET /demo/config``)
+OUTCOME_TEXTS: Final[OutcomeTexts] = {
+    "approved": "Approved",
+    "rejected": "Rejected: not run",
+    "rejectedBecause": "Rejected: not run. Your reason:",
+    "stopped": "Stopped: you stopped the answer before this ran to its end",
+    "interrupted": "Not finished: the answer ended before this call did",
+}
 
 
 def thread_not_found(thread_id: str) -> str:

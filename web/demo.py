@@ -18,6 +18,7 @@ from flask import Blueprint, Response, jsonify, send_from_directory
 
 from relayline.shared.ids import THREAD_ID_PATTERN
 from relayline.shared.settings import Settings
+from relayline.shared.texts import OUTCOME_TEXTS
 from relayline.web.services import services
 
 STATIC = Path(__file__).resolve().with_name("static")
@@ -79,10 +80,19 @@ def page() -> Response:
 
 @bp.get("/demo/config")
 def config() -> Response:
-    """``{"delivery": <the default>, "threadIdPattern": <regex source>, "pusher"?: {...},
-    "mercure"?: {"hubUrl"}}``; a thread id matches the whole pattern."""
-    settings = services().settings
-    config = {"delivery": settings.delivery, "threadIdPattern": THREAD_ID_PATTERN}
+    """``{"delivery": <the default>, "threadIdPattern": <regex source>, "tokenRequired",
+    "outcomeTexts", "pusher"?: {...}, "mercure"?: {"hubUrl"}}``; a thread id matches the
+    whole pattern. ``tokenRequired``: the API wants a bearer token (RELAYLINE_AUTH token
+    or jwt, and no host sign-in), so the page asks the person for one. ``outcomeTexts``
+    are the person's words for decided and unfinished calls (shared/texts.py)."""
+    svc = services()
+    settings = svc.settings
+    config = {
+        "delivery": settings.delivery,
+        "threadIdPattern": THREAD_ID_PATTERN,
+        "tokenRequired": svc.user_loader is None and settings.auth != "none",
+        "outcomeTexts": OUTCOME_TEXTS,
+    }
     response = jsonify({**config, **push_config(settings)})
     response.headers["Cache-Control"] = "no-cache"
     return response

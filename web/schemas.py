@@ -292,9 +292,22 @@ class MercureToken(Reply):
     topic: str
 
 
+class OutcomeTextsReply(Reply):
+    """The person's words for decided and unfinished calls (shared.texts.OUTCOME_TEXTS)."""
+
+    approved: str
+    rejected: str
+    rejectedBecause: str
+    stopped: str
+    interrupted: str
+
+
 class DemoConfig(Reply):
     delivery: str
     threadIdPattern: str
+    #: the API wants a bearer token: the page asks the person for one
+    tokenRequired: bool
+    outcomeTexts: OutcomeTextsReply
 
 
 # -- operations ---------------------------------------------------------------------------
@@ -569,7 +582,9 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "demo.page": Operation("the demo page", {200: Answer("HTML", media="text/html"), **COMMON}),
     "demo.config": Operation(
-        "the push deliveries this server offers", {200: Answer("config", DemoConfig), **COMMON}
+        "what the demo page needs: the push deliveries this server offers, whether it "
+        "wants a bearer token, the words for call outcomes",
+        {200: Answer("config", DemoConfig), **COMMON},
     ),
     "demo.static": Operation(
         "the demo page's files",

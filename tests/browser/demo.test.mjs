@@ -53,6 +53,11 @@ const ARGS = [
 /** The assistant's own words (not tool cards) that contain `text`. */
 const answer = (page, text) => page.locator('.msg.assistant p.text', { hasText: text });
 const toolCard = (page, name) => page.locator(`.tool[data-tool="${name}"]`);
+/** The demo agent's answer once an approval is settled (relayline/demo_script.json). */
+const SETTLED = 'That is settled: the call above says what happened to report.pdf.';
+/** Collapsed cards of calls a person decided on, by outcome (approved, rejected, ...). */
+const decided = (page, outcome) =>
+  page.locator('.tool.decided', { has: page.locator(`.tool-decision[data-outcome="${outcome}"]`) });
 
 async function send(page, text) {
   const prompt = page.getByLabel('Message', { exact: true });
@@ -116,8 +121,8 @@ async function journey(page) {
   const composerLocked = await page.getByLabel('Message', { exact: true }).isDisabled();
   assert.equal(composerLocked, true, 'no new turn while a decision is open');
   await card.getByRole('button', { name: 'Approve' }).click();
-  await answer(page, 'Result: report.pdf deleted').waitFor();
-  await card.getByText('Approved', { exact: true }).waitFor();
+  await answer(page, SETTLED).waitFor();
+  await decided(page, 'approved').filter({ hasText: 'report.pdf deleted' }).waitFor();
   step('approve');
 
   // Reload mid-approval: the conversation and the pending card come back from the server.
@@ -131,16 +136,14 @@ async function journey(page) {
   const keptId = await currentThread(page);
   assert.equal(keptId, threadId, 'thread id kept');
   await answer(page, 'Weather report: sunny and 21 °C in Lisbon.').waitFor(); // history redrawn
-  await answer(page, 'Result: report.pdf deleted').waitFor();
+  await decided(page, 'approved').filter({ hasText: 'report.pdf deleted' }).waitFor();
   card = page.getByRole('group', { name: 'Approval needed' });
   await card.waitFor(); // exactly one: a strict locator fails if the old card came back too
   const reason = 'keep it for the audit';
   await card.getByLabel('Reason (optional)').fill(reason);
   await card.getByRole('button', { name: 'Reject' }).click();
-  await answer(page, `Reason: ${reason}`).waitFor();
-  await page
-    .locator('.tool-status[data-status="rejected"]', { hasText: `rejected: ${reason}` })
-    .waitFor();
+  await answer(page, SETTLED).nth(1).waitFor();
+  await decided(page, 'rejected').filter({ hasText: reason }).waitFor();
   step('reload mid-approval, reject with a reason');
 
   await page.screenshot({ path: screenshotPath, fullPage: true });
@@ -179,6 +182,7 @@ async function journey(page) {
   assert.equal(await currentThread(page), threadId);
   const storyItem = threads.locator(`[data-thread-id="${storyThreadId}"]`);
   await storyItem.getByRole('button', { name: /^Delete conversation/ }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
   await storyItem.waitFor({ state: 'detached' });
   assert.equal(await currentThread(page), threadId, 'deleting another conversation keeps this one');
   step('conversation list: open an earlier one, delete another');
@@ -293,8 +297,8 @@ async function pushDeliveries(page) {
     await send(page, 'Delete report.pdf');
     const card = page.getByRole('group', { name: 'Approval needed' });
     await card.getByRole('button', { name: 'Approve' }).click();
-    await answer(page, 'Result: report.pdf deleted').waitFor();
-    await card.getByText('Approved', { exact: true }).waitFor();
+    await answer(page, SETTLED).waitFor();
+    await decided(page, 'approved').filter({ hasText: 'report.pdf deleted' }).waitFor();
     step(`${delivery}: approval`);
 
     await page.screenshot({ path: screenshotFor(delivery), fullPage: true });

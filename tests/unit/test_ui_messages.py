@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from relayline.shared.agent import Agent, AgentSpec, FrontendTool, tool
+from relayline.shared.agent.stop import stop_thread
 from relayline.shared.batch import rejection_text
 from relayline.shared.chunks import ToolCallChunk
 from relayline.shared.messages import Message, ToolCallPart, ToolResultPart
 from relayline.shared.persistence import Store
 from relayline.shared.protocols.vercel import ui_messages
 from relayline.shared.protocols.vercel.translator import VercelAIInputTranslator
+from relayline.shared.texts import CALL_STOPPED
 from tests.support.agents import build_spec
 from tests.support.vercel import (
     ChatClient,
@@ -270,3 +272,47 @@ def test_settled_rejections_read_back_with_their_reason() -> None:
     assert parts[0]["approval"] == {"id": "c1", "approved": False, "reason": "not: that one."}
     assert parts[1]["approval"] == {"id": "c2", "approved": False}
     assert ui_messages([], None) == []
+
+
+def test_a_stopped_approval_reads_back_stopped_not_approved(
+    sqlite_store: Store, vercel_schema: VercelSchema
+) -> None:
+    """Stop while a call awaits its approval: nobody approved it, so the history must
+    not say ``approved: true``; the turn reads back stopped and names the call."""
+
+    @tool(requires_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    call = {"id": "c1", "name": "delete_file", "arguments": {"path": "a.txt"}}
+    spec = AgentSpec(
+        provider=scripted({"tool_calls": [call]}, {"text": "gone"}), tools=[delete_file]
+    )
+    agent = Agent("stopped-approval", spec, sqlite_store)
+    agent.run("delete a.txt")
+    assert stop_thread(sqlite_store, "stopped-approval").stopped
+    assistant = reload(agent, vercel_schema, tools=spec.tools)[1]
+    assert assistant["parts"] == [
+        {
+            "type": "tool-delete_file",
+            "toolCallId": "c1",
+            "state": "output-error",
+            "input": {"path": "a.txt"},
+            "errorText": CALL_STOPPED,  # the model's words; the page shows its own
+        }
+    ]
+    assert assistant["metadata"] == {"stopped": True, "unfinishedCalls": {"c1": "stopped"}}
+
+
+def test_calls_a_failed_run_left_open_read_back_interrupted() -> None:
+    calls = (ToolCallPart("c1", "weather", {}), ToolCallPart("c2", "weather", {}))
+    stored = [
+        Message.user("x", id="u"),
+        Message(id="a", role="assistant", tool_calls=calls),
+        Message(id="t", role="tool", tool_results=(ToolResultPart("c1", "weather", "sun"),)),
+    ]
+    assistant = ui_messages(stored, None)[1]
+    assert [p["state"] for p in assistant["parts"]] == ["output-available", "output-error"]
+    # Not stopped by anyone: the turn is not marked stopped.
+    assert assistant["metadata"] == {"unfinishedCalls": {"c2": "interrupted"}}

@@ -11,7 +11,9 @@
  *   POST /api/threads/<id>/cancel        stop the running answer (or the open approval)
  *   GET  /api/threads                    this person's conversations, newest first
  *   DELETE /api/threads/<id>             erase a conversation
- *   GET  /demo/config                    the push deliveries this server offers
+ *   GET  /demo/config                    the push deliveries this server offers, whether
+ *                                        it wants a bearer token, the words for outcomes
+ *   GET  /agent/default                  the agent's suggestions (the chips)
  *   POST /pusher/auth, GET /mercure/token?threadId=<id>   push subscriptions (docs/DESIGN.md section 3)
  *
  * Layout of this file: transports (how native events reach the page: relayed, or pushed
@@ -105,8 +107,22 @@ function withDelivery(path, delivery) {
   return `${path}?delivery=${encodeURIComponent(delivery)}`;
 }
 
+// The bearer token the person typed (when the server wants one): kept for this tab only.
+const TOKEN_KEY = 'relayline.demo.token';
+
+/** `Authorization` for relayline's API when the person gave a token, else nothing. */
+function authHeaders() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+/** fetch relayline's route `path`, with the person's token when there is one. */
+function request(path, init = {}) {
+  return fetch(route(path), { ...init, headers: { ...init.headers, ...authHeaders() } });
+}
+
 function postJSON(path, body, accept, signal) {
-  return fetch(route(path), {
+  return request(path, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Accept: accept },
     body: JSON.stringify(body),
@@ -196,7 +212,7 @@ async function followSegment(threadId, segment, signal) {
     const query = segment.cursor ? `?after=${encodeURIComponent(segment.cursor)}` : '';
     const before = segment.after;
     try {
-      const response = await fetch(route(path + query), {
+      const response = await request(path + query, {
         headers: { Accept: 'text/event-stream' },
         signal,
       });
@@ -364,14 +380,16 @@ async function listenPusher(threadId, signal) {
     enabledTransports: ['ws', 'wss'],
     disableStats: true,
     cluster: 'mt1', // required by pusher-js; wsHost decides where it connects
-    channelAuthorization: { endpoint: route('/pusher/auth'), transport: 'ajax' },
+    channelAuthorization: { endpoint: route('/pusher/auth'), transport: 'ajax', headers: authHeaders() },
   });
   const prefix = config.encrypted ? 'private-encrypted-' : 'private-';
   const name = `${prefix}thread-${threadId}`;
   const channel = pusher.client.channel(name) || pusher.client.subscribe(name);
   if (!channel.subscribed) await subscribed(channel, signal);
   // Events Pusher lost (or sent before this page subscribed) come from the segment's log.
-  const recovery = envelopesRecovery(route(`/api/threads/${encodeURIComponent(threadId)}`));
+  const recovery = envelopesRecovery(route(`/api/threads/${encodeURIComponent(threadId)}`), {
+    headers: authHeaders(),
+  });
   const stream = createProtocolStream((callbacks) => subscribeToPusher(channel, callbacks, undefined, { recovery }));
   // The subscription stays for the conversation's next segment; newConversation ends it.
   return { stream, close() {} };
@@ -527,7 +545,7 @@ function explain(error, fallback) {
 
 /** GET JSON; null for 404 (a thread the server does not know yet). */
 async function getJSON(path, signal) {
-  const response = await fetch(route(path), { headers: { Accept: 'application/json' }, signal });
+  const response = await request(path, { headers: { Accept: 'application/json' }, signal });
   if (response.status === 404) return null;
   if (!response.ok) throw new RequestError(await errorMessage(response));
   return response.json();
@@ -668,20 +686,48 @@ function addError(message) {
   scrollToEnd();
 }
 
-/** One tool call: its name, status (running / ok / error …), inputs and result. */
+/**
+ * What a person reads about a decided or unfinished call: the server's words
+ * (`outcomeTexts` of GET /demo/config, from shared/texts.py), never the text the model
+ * reads for it ("TOOL NOT EXECUTED: ..."). An older server sends none: the short words.
+ * @type {{approved: string, rejected: string, rejectedBecause: string, stopped: string,
+ *         interrupted: string}}
+ */
+const OUTCOMES = {
+  approved: 'approved',
+  rejected: 'rejected',
+  rejectedBecause: 'rejected:',
+  stopped: 'stopped',
+  interrupted: 'interrupted',
+};
+
+/** What a person reads for a rejection, with the reason they gave. */
+function rejectedText(reason) {
+  return reason ? `${OUTCOMES.rejectedBecause} ${reason}` : OUTCOMES.rejected;
+}
+
+/**
+ * One tool call: its name, status (running / ok / error …), inputs and result. A call
+ * a person decided on, or one that never finished, is `decided`: one line, its name and
+ * its outcome (and the result, when it ran).
+ */
 class ToolCard {
   constructor(callId, name) {
     this.node = el('div', 'tool');
     this.node.dataset.callId = callId;
     this.node.dataset.tool = name;
-    const head = el('p', 'tool-head');
+    const head = el('div', 'tool-head');
     head.append(el('span', 'tool-label', 'Tool '), el('strong', 'tool-name', name), ' ');
+    /** the person's decision, or why the call never finished (see decide) */
+    this.decision = el('span', 'tool-decision');
     this.status = el('span', 'tool-status');
-    head.append(this.status);
+    head.append(this.decision, this.status);
     this.inputs = el('code', 'tool-inputs');
-    this.result = el('p', 'tool-result');
+    this.result = el('div', 'tool-result');
     this.result.hidden = true;
     this.arguments = '';
+    /** the call has its outcome: a result, an error, or it will never run */
+    this.settled = false;
     this.node.append(head, this.inputs, this.result);
     tagStep(this.node);
     currentTurn().append(this.node);
@@ -710,6 +756,37 @@ class ToolCard {
   setResult(text) {
     this.result.hidden = false;
     this.result.textContent = text;
+    this.settled = true;
+  }
+
+  /**
+   * Collapse the card to one line with its outcome: `approved` (it runs next; its
+   * status and result follow on the same line), or `rejected`, `stopped`,
+   * `interrupted` (it never ran to its end: nothing more comes).
+   * @param {'approved' | 'rejected' | 'stopped' | 'interrupted'} outcome
+   * @param {string} text what people read
+   */
+  decide(outcome, text) {
+    this.node.classList.add('decided');
+    this.decision.dataset.outcome = outcome;
+    this.decision.textContent = text;
+    if (outcome !== 'approved') {
+      this.status.textContent = '';
+      delete this.status.dataset.status;
+      this.result.hidden = true;
+      this.settled = true;
+    }
+  }
+}
+
+/**
+ * The run ended (`outcome`: stopped by the person, or interrupted by a failure) with
+ * calls of this turn still open: they never finish, and say so.
+ * @param {'stopped' | 'interrupted'} outcome
+ */
+function endOpenCalls(outcome) {
+  for (const card of view.tools.values()) {
+    if (!card.settled && card.node.isConnected) card.decide(outcome, OUTCOMES[outcome]);
   }
 }
 
@@ -756,9 +833,11 @@ function renderEvent(event) {
       renderSettledCall(event.tool);
       break;
     case 'error':
+      endOpenCalls('interrupted');
       addError(event.message);
       break;
     case 'cancelled':
+      endOpenCalls('stopped');
       markStopped(currentTurn());
       break;
     case 'step-started':
@@ -778,9 +857,10 @@ function renderSettledCall(tool) {
   const card = toolCard(tool.callId, tool.name);
   card.setInputs(tool.inputs);
   if (tool.approval === 'rejected') {
-    card.setStatus('rejected', tool.rejectReason ? `rejected: ${tool.rejectReason}` : 'rejected');
+    card.decide('rejected', rejectedText(tool.rejectReason));
     return;
   }
+  if (tool.approval === 'approved') card.decide('approved', OUTCOMES.approved);
   const failed = tool.result !== null && typeof tool.result === 'object' && 'error' in tool.result;
   if (failed) {
     // A backend failure already shows "error · N ms" from its activity; keep that label.
@@ -810,17 +890,28 @@ function renderStoredMessage(message) {
       addBlock(part.type, part.text);
       view.last = null;
     } else if (part.type.startsWith('tool-')) {
-      renderStoredToolPart(part);
+      renderStoredToolPart(part, message.metadata?.unfinishedCalls?.[part.toolCallId]);
     }
   }
   if (message.metadata && message.metadata.stopped) markStopped(view.turn);
 }
 
-/** Vercel tool part states mapped onto the same card a live stream draws. */
-function renderStoredToolPart(part) {
+/**
+ * Vercel tool part states mapped onto the same card a live stream draws. `unfinished`
+ * (the message's `metadata.unfinishedCalls`): the call was stopped by the person or cut
+ * short by the run's end; its error text is the model's, so the card says it instead.
+ * @param {any} part
+ * @param {'stopped' | 'interrupted' | undefined} unfinished
+ */
+function renderStoredToolPart(part, unfinished) {
   const card = toolCard(part.toolCallId, part.type.slice('tool-'.length));
   card.setInputs(part.input);
   const approval = part.approval || {};
+  if (unfinished === 'stopped' || unfinished === 'interrupted') {
+    card.decide(unfinished, OUTCOMES[unfinished]);
+    return;
+  }
+  if (approval.approved === true) card.decide('approved', OUTCOMES.approved);
   switch (part.state) {
     case 'input-streaming':
       card.setStatus('preparing', 'preparing…');
@@ -832,7 +923,7 @@ function renderStoredToolPart(part) {
       card.setStatus('approval', 'awaiting approval');
       break;
     case 'approval-responded':
-      card.setStatus(approval.approved ? 'approved' : 'rejected');
+      if (!approval.approved) card.decide('rejected', rejectedText(approval.reason));
       break;
     case 'output-available':
       card.setStatus('ok', 'done');
@@ -843,7 +934,7 @@ function renderStoredToolPart(part) {
       card.setResult(part.errorText);
       break;
     case 'output-denied':
-      card.setStatus('rejected', approval.reason ? `rejected: ${approval.reason}` : 'rejected');
+      card.decide('rejected', rejectedText(approval.reason));
       break;
     default:
       card.setStatus(part.state);
@@ -858,6 +949,7 @@ const composer = $('#composer');
 const prompt = $('#prompt');
 const sendButton = $('#send');
 const stopButton = $('#stop');
+const suggestionList = $('#suggestions');
 
 const chat = {
   threadId: '',
@@ -884,6 +976,7 @@ function setBusy(busy) {
   // Stop ends a running answer, or an approval nobody wants to give any more.
   stopButton.hidden = !blocked;
   stopButton.disabled = !blocked;
+  for (const chip of suggestionList.querySelectorAll('button')) chip.disabled = blocked;
   if (busy) statusLine.textContent = 'Working…';
   else if (chat.awaitingApproval) statusLine.textContent = 'Waiting for your decision.';
   else statusLine.textContent = '';
@@ -899,17 +992,18 @@ async function stopRun() {
   stopButton.disabled = true;
   statusLine.textContent = 'Stopping…';
   try {
-    const response = await fetch(route(api('cancel')), { method: 'POST' });
+    const response = await request(api('cancel'), { method: 'POST' });
     if (!response.ok) throw new RequestError(await errorMessage(response));
     const outcome = await response.json();
     if (!chat.busy && chat.awaitingApproval) {
       noteRun(outcome);
       chat.awaitingApproval = false;
-      for (const card of log.querySelectorAll('.approval:not(.decided)')) {
-        card.classList.add('decided');
-        card.querySelectorAll('button, input').forEach((node) => { node.disabled = true; });
+      // The server settled every open call as stopped: drawn as a reload draws it.
+      for (const card of log.querySelectorAll('.approval')) card.remove();
+      if (outcome.stopped) {
+        endOpenCalls('stopped');
+        markStopped(currentTurn());
       }
-      if (outcome.stopped) markStopped(currentTurn());
       setBusy(false);
       loadThreads();
     }
@@ -1034,22 +1128,33 @@ function showApproval(interrupt) {
     const reason = row.querySelector('.reason');
     const buttons = row.querySelectorAll('button');
 
-    const decide = (decision, label) => {
+    // Once every action has its decision the card goes: each call's own card says,
+    // in one line, what was decided (as after a reload).
+    const outcomes = {};
+    const decide = (decision, outcome, label) => {
       buttons.forEach((button) => { button.disabled = true; });
       reason.disabled = true;
       row.append(el('p', 'decision', label));
       decisions[action.id] = decision;
+      outcomes[action.id] = { outcome, label, name: action.name, inputs: action.inputs };
       undecided.delete(action.id);
       if (undecided.size === 0) {
         chat.awaitingApproval = false;
-        card.classList.add('decided');
+        card.remove();
+        for (const [callId, decided] of Object.entries(outcomes)) {
+          const tool = toolCard(callId, decided.name);
+          tool.setInputs(decided.inputs);
+          tool.decide(decided.outcome, decided.label);
+        }
         converse(api('approvals'), decisions);
       }
     };
-    row.querySelector('.approve').addEventListener('click', () => decide('approve', 'Approved'));
+    row.querySelector('.approve').addEventListener('click', () => {
+      decide('approve', 'approved', OUTCOMES.approved);
+    });
     row.querySelector('.reject').addEventListener('click', () => {
       const why = reason.value.trim();
-      decide(why ? ['reject', why] : 'reject', why ? `Rejected: ${why}` : 'Rejected');
+      decide(why ? ['reject', why] : 'reject', 'rejected', rejectedText(why));
     });
     list.append(row);
   }
@@ -1137,6 +1242,7 @@ async function redraw(threadId, signal) {
   if (!stored) return null; // unknown to the server (e.g. a wiped database): start empty
   chat.known = true;
   for (const message of stored.messages) renderStoredMessage(message);
+  scrollToEnd(); // the newest turn in view, as it was before the reload
   const thread = await getJSON(`/api/threads/${id}`, signal);
   return thread && thread.run;
 }
@@ -1226,10 +1332,40 @@ function openConversation(threadId) {
   restore(threadId).then(loadThreads);
 }
 
-async function deleteConversation(threadId) {
+/**
+ * Ask before erasing a conversation (a modal <dialog>; Escape or Cancel keep it).
+ * @param {string} title what the list shows for it
+ * @returns {Promise<boolean>} whether the person confirmed
+ */
+function confirmDelete(title) {
+  const dialog = /** @type {HTMLDialogElement} */ ($('#confirm-delete'));
+  $('#confirm-delete-name').textContent = title;
+  return new Promise((resolve) => {
+    const answer = (confirmed) => () => {
+      dialog.removeEventListener('close', closed);
+      confirm.removeEventListener('click', yes);
+      cancel.removeEventListener('click', no);
+      if (dialog.open) dialog.close();
+      resolve(confirmed);
+    };
+    const confirm = $('#confirm-delete-ok');
+    const cancel = $('#confirm-delete-cancel');
+    const yes = answer(true);
+    const no = answer(false);
+    const closed = answer(false); // Escape
+    dialog.addEventListener('close', closed);
+    confirm.addEventListener('click', yes);
+    cancel.addEventListener('click', no);
+    dialog.showModal();
+    cancel.focus(); // the safe choice is the default one
+  });
+}
+
+async function deleteConversation(threadId, title) {
+  if (!(await confirmDelete(title))) return;
   try {
     const path = `/api/threads/${encodeURIComponent(threadId)}`;
-    const response = await fetch(route(path), { method: 'DELETE' });
+    const response = await request(path, { method: 'DELETE' });
     if (!response.ok && response.status !== 404) {
       throw new RequestError(await errorMessage(response));
     }
@@ -1264,12 +1400,61 @@ async function loadThreads() {
     open.addEventListener('click', () => openConversation(thread.threadId));
     const remove = item.querySelector('.delete');
     remove.setAttribute('aria-label', `Delete conversation: ${title}`);
-    remove.addEventListener('click', () => deleteConversation(thread.threadId));
+    remove.addEventListener('click', () => deleteConversation(thread.threadId, title));
     return item;
   });
   list.replaceChildren(...items);
   $('#no-threads').hidden = items.length > 0;
 }
+
+/**
+ * The agent's suggestions (GET /agent/default) as chips under the composer: one click
+ * sends it. The demo agent's "Tell me a long story" answers slowly, to try Stop.
+ */
+async function showSuggestions() {
+  let agent = null;
+  try {
+    agent = await getJSON('/agent/default');
+  } catch {
+    return; // the chips are a convenience
+  }
+  const chips = ((agent && agent.suggestions) || []).map(({ suggestion }) => {
+    const chip = el('button', 'chip', suggestion);
+    chip.type = 'button';
+    chip.addEventListener('click', () => {
+      if (chat.busy || chat.awaitingApproval || tokenMissing()) return;
+      sendMessage(suggestion);
+    });
+    return chip;
+  });
+  suggestionList.replaceChildren(...chips);
+  suggestionList.hidden = chips.length === 0;
+  setBusy(chat.busy);
+}
+
+/** The server wants a bearer token and the person has not given one yet. */
+function tokenMissing() {
+  return Boolean(pageConfig && pageConfig.tokenRequired) && !sessionStorage.getItem(TOKEN_KEY);
+}
+
+/**
+ * When the server wants a bearer token (RELAYLINE_AUTH=token or jwt), a field for it:
+ * every request then carries `Authorization: Bearer <token>`. Resolves once there is a
+ * token (at once when the tab has one, or none is needed).
+ */
+function askForToken() {
+  const form = $('#token-form');
+  form.hidden = !(pageConfig && pageConfig.tokenRequired);
+  if (!tokenMissing()) return Promise.resolve();
+  prompt.disabled = true;
+  sendButton.disabled = true;
+  statusLine.textContent = 'This server wants an access token: enter it above.';
+  $('#token').focus();
+  return new Promise((resolve) => { tokenWaiter = resolve; });
+}
+
+/** Resolves askForToken() once the first token is given; null afterwards. */
+let tokenWaiter = null;
 
 composer.addEventListener('submit', (event) => {
   event.preventDefault();
@@ -1280,10 +1465,27 @@ composer.addEventListener('submit', (event) => {
 });
 $('#new-conversation').addEventListener('click', newConversation);
 stopButton.addEventListener('click', stopRun);
+// The first token lets the page start; one typed later (a new one, after a 401) is
+// used from the next request on.
+$('#token-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const token = /** @type {HTMLInputElement} */ ($('#token')).value.trim();
+  if (!token) return;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  if (tokenWaiter) {
+    tokenWaiter();
+    tokenWaiter = null;
+  } else {
+    loadThreads();
+  }
+});
 
-const config = await discoverDeliveries();
+const pageConfig = await discoverDeliveries();
+if (pageConfig && pageConfig.outcomeTexts) Object.assign(OUTCOMES, pageConfig.outcomeTexts);
+await askForToken();
+showSuggestions();
 const saved = localStorage.getItem(THREAD_KEY);
-if (saved && isThreadId(config, saved)) {
+if (saved && isThreadId(pageConfig, saved)) {
   useThread(saved);
   restore(saved);
 } else {

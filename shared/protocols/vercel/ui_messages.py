@@ -19,7 +19,12 @@ from relayline.shared.messages import Message, ToolCallPart, ToolResultPart
 from relayline.shared.persistence.store import RunRecord
 from relayline.shared.protocols.adapter import StreamAdapter
 from relayline.shared.protocols.vercel.adapter import part_id
-from relayline.shared.protocols.vercel.wire import ApprovalJSON, UIMessageJSON, UIPartJSON
+from relayline.shared.protocols.vercel.wire import (
+    ApprovalJSON,
+    UIMessageJSON,
+    UIPartJSON,
+    UnfinishedCall,
+)
 from relayline.shared.records import Accepted, BatchJSON, CallJSON
 from relayline.shared.tools import AnyTool, redacted_inputs
 
@@ -77,9 +82,29 @@ def ui_messages(
                 out.append(current)
             elif parts:  # the live stream opens a step only when the inference emits
                 current["parts"] += [{"type": "step-start"}, *parts]
-            if message.meta.get("stopped") is True:
-                current["metadata"] = {"stopped": True}
+            unfinished = _unfinished(message, results, turn)
+            if message.meta.get("stopped") is True or "stopped" in unfinished.values():
+                current.setdefault("metadata", {})["stopped"] = True
+            if unfinished:
+                metadata = current.setdefault("metadata", {})
+                metadata["unfinishedCalls"] = {**metadata.get("unfinishedCalls", {}), **unfinished}
     return out
+
+
+def _unfinished(
+    message: Message, results: Mapping[str, ToolResultPart], turn: _Turn
+) -> dict[str, UnfinishedCall]:
+    """The settled calls of ``message`` a person's stop or the run's end cut short."""
+    unfinished: dict[str, UnfinishedCall] = {}
+    for call in message.tool_calls:
+        if turn.call(message.id, call.id) is not None:
+            continue  # still open: the run may yet settle it
+        result = results.get(call.id)
+        if result is None:
+            unfinished[call.id] = "interrupted"
+        elif result.stopped:
+            unfinished[call.id] = "stopped"
+    return unfinished
 
 
 def _step(
@@ -121,6 +146,9 @@ def _settled_part(call: ToolCallPart, result: ToolResultPart | None, tool: AnyTo
     rejected, reason = _rejected(result)
     if rejected:
         return {**part, "state": "output-denied", "approval": _approval(call.id, False, reason)}
+    if result.stopped:
+        # Never decided (or never run): no approval to claim, whatever the tool needs.
+        return {**part, "state": "output-error", "errorText": result.content}
     if result.is_error:
         part.update({"state": "output-error", "errorText": result.content})
     else:

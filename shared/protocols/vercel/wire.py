@@ -32,9 +32,16 @@ class UIPartJSON(TypedDict, total=False):
     approval: ApprovalJSON
 
 
+#: why a call of a turn never finished
+UnfinishedCall = Literal["stopped", "interrupted"]
+
+
 class UIMessageMetadataJSON(TypedDict, total=False):
     #: a person stopped the answer before it finished (what it holds is partial)
     stopped: bool
+    #: calls of the turn that never finished, by call id: ``stopped`` by a person,
+    #: ``interrupted`` by the run's end (their ``output-error`` text is the model's)
+    unfinishedCalls: dict[str, UnfinishedCall]
 
 
 class UIMessageJSON(TypedDict):
