@@ -45,6 +45,11 @@ def bootstrap(repo: Path, *extras: str) -> list[str]:
         [str(repo / "scripts" / "bootstrap"), *extras], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+    return [line for line in _asked(repo) if not line.startswith("pip ")]
+
+
+def _asked(repo: Path) -> list[str]:
+    """Every pip command and install asked for so far, in order."""
     installs = repo / ".venv" / "installs"
     return installs.read_text().splitlines() if installs.exists() else []
 
@@ -61,3 +66,12 @@ def test_pip_runs_once_per_extras_and_again_when_pyproject_changes(tmp_path: Pat
         pyproject.write('description = "changed"\n')
     assert bootstrap(repo, "embedded")[-1] == "-e .[embedded]"
     assert len(bootstrap(repo, "embedded")) == 3
+
+
+def test_pip_itself_is_upgraded_before_an_install(tmp_path: Path) -> None:
+    """A venv's own pip may be old (23.x on these machines), and its resolver gives up on
+    the dev extras where a current pip does not: each install starts with an upgrade."""
+    repo = make_repo(tmp_path)
+    bootstrap(repo, "embedded")
+    bootstrap(repo, "embedded")  # nothing to do: no pip at all
+    assert _asked(repo) == ["pip -m pip install --quiet --upgrade pip", "-e .[embedded]"]
