@@ -185,9 +185,10 @@ class WorkerWait:
 
     def _first(self, subscription: Subscription, wait: float) -> list[Spliced] | None:
         """The first batch written within ``wait`` seconds, else None."""
-        batches = subscription.batches(
-            wait=max(wait, 0.001), timeout=self.svc.settings.relay_timeout
-        )
+        wait = max(wait, 0.001)
+        # The wait is bounded by WaitTimes, not by the relay's silence timeout, which
+        # would fire instead of the None when it is not longer than ``wait``.
+        batches = subscription.batches(wait=wait, timeout=wait + 1.0)
         try:
             return next(batches)
         finally:
