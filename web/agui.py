@@ -97,7 +97,9 @@ def _seed(
         refuse_replay(thread_id, message_id, stored)
     run_id = payload.get("runId")
     return {
-        "runId": run_id if isinstance(run_id, str) else None,
+        # Minted here when the client sent none: a response that starts the run itself
+        # while the turn waits for a worker (web.waiting) names the worker's run id.
+        "runId": run_id if isinstance(run_id, str) else new_id("run"),
         "state": state if isinstance(state, dict) else {},
         "messages": unstored(client, stored),
     }

@@ -51,6 +51,7 @@ def make_room(thread_id: str, record: RunRecord | None, chosen: MultitaskStrateg
     if still is not None:
         raise RunInFlightError(
             f"Run '{still}' on thread '{thread_id}' did not stop within "
-            f"{INTERRUPT_WAIT_SECONDS:.0f} s; try again."
+            f"{INTERRUPT_WAIT_SECONDS:.0f} s; try again.",
+            code="THREAD_BUSY",
         )
     return True

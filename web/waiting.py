@@ -8,14 +8,17 @@ worker running, a client saw nothing at all. So, while its segment is still sile
   (channels.runs.claims), the response starts: a ``queued`` status frame in the
   protocol's own vocabulary (``status_frames``), then comment heartbeats that keep the
   connection alive;
-- after RELAYLINE_NO_WORKER_SECONDS (60 s; RELAYLINE_RELAY_TIMEOUT when shorter) the relay
-  withdraws the turn: it takes the segment's start for ``withdrawn`` (a task that comes
-  later finds it and does nothing: no run, no stored message), uncounts it from the
-  broker's backlog, takes back the thread's active segment (the thread is free for a
-  new turn) and gives back a continuation's claim on the interruption it answered (the
-  run still waits for an answer). The client gets a ``withdrawn`` status and the
-  protocol's error frame with the code ``no_worker`` (``NoWorkerError``). A task that
-  took the start first wins: the relay goes on relaying it.
+- after RELAYLINE_NO_WORKER_SECONDS (60 s; RELAYLINE_RELAY_TIMEOUT when shorter) with no
+  live worker (channels.runs.workers; while workers live but are all busy, the turn
+  waits on, up to RELAYLINE_RELAY_TIMEOUT, with a fresh ``queued`` status each time the
+  deadline moves) the relay withdraws the turn: it takes the segment's start for
+  ``withdrawn`` (a task that comes later finds it and does nothing: no run, no stored
+  message), uncounts it from the broker's backlog, takes back the thread's active
+  segment (the thread is free for a new turn) and gives back a continuation's claim on
+  the interruption it answered (the run still waits for an answer). The client gets a
+  ``withdrawn`` status and the protocol's error frame with the code ``no_worker``
+  (``NoWorkerError``). A task that took the start first wins: the relay goes on
+  relaying it.
 
 AG-UI clients refuse any event before ``RUN_STARTED``, so the AG-UI notice starts the
 run itself (the client's run id, as the worker's adapter would) and the worker's own
@@ -33,7 +36,10 @@ import time
 from collections.abc import Generator
 from typing import Literal, NotRequired, TypedDict
 
+from redis.exceptions import RedisError
+
 from relayline.channels.runs.claims import taken_by_task, withdraw_before_start
+from relayline.channels.runs.workers import live
 from relayline.channels.stream.log import ActiveSegment
 from relayline.channels.stream.reader import Subscription
 from relayline.channels.stream.splice import Spliced
@@ -66,8 +72,11 @@ class WaitStatus(TypedDict):
     state: WaitState
     #: seconds the turn has waited so far
     waited: float
-    #: seconds after which the turn is withdrawn if no worker takes it
+    #: seconds (from the turn's start) after which the turn is withdrawn if no worker
+    #: takes it; moved on while live workers are all busy
     withdrawAfter: float
+    #: the live workers seen (0: none runs; more: all are busy)
+    workers: int
     #: with ``withdrawn``: the error code the error frame that follows carries
     code: NotRequired[str]
 
@@ -94,11 +103,14 @@ class WaitTimes:
     notice: float
     give_up: float
     heartbeat: float
+    #: the longest wait while live workers are all busy (the relay's timeout)
+    longest: float
 
     @classmethod
     def from_settings(cls, settings: Settings, heartbeat: float) -> WaitTimes:
         give_up = min(settings.no_worker_seconds, settings.relay_timeout)
-        return cls(min(settings.queued_notice_seconds, give_up), give_up, heartbeat)
+        notice = min(settings.queued_notice_seconds, give_up)
+        return cls(notice, give_up, heartbeat, settings.relay_timeout)
 
 
 class WorkerWait:
@@ -131,14 +143,21 @@ class WorkerWait:
         if taken_by_task(self.svc.redis, self.segment_id):
             # A worker took it and is getting ready: no notice, and no withdrawal.
             return (yield from self._until_written(subscription))
-        yield self._status("queued")
+        deadline = self.times.give_up
+        yield self._status("queued", deadline)
         while True:
-            left = self.times.give_up - self._waited()
+            left = deadline - self._waited()
             first = self._first(subscription, min(self.times.heartbeat, max(left, 0.0)))
             if first is not None:
                 return self._dedup(first)
-            if self._waited() < self.times.give_up:
+            if self._waited() < deadline:
                 yield SSE_HEARTBEAT
+                continue
+            if self._waited() < self.times.longest and self._live_workers():
+                # Workers live, all busy: the turn runs once one is free. It waits on,
+                # up to the relay's timeout; the client is told the new deadline.
+                deadline = min(self._waited() + self.times.give_up, self.times.longest)
+                yield self._status("queued", deadline)
                 continue
             start = withdraw_before_start(
                 self.svc.redis, self.segment_id, self.svc.settings.stream_max_age
@@ -166,9 +185,10 @@ class WorkerWait:
 
     def _first(self, subscription: Subscription, wait: float) -> list[Spliced] | None:
         """The first batch written within ``wait`` seconds, else None."""
-        batches = subscription.batches(
-            wait=max(wait, 0.001), timeout=self.svc.settings.relay_timeout
-        )
+        wait = max(wait, 0.001)
+        # The wait is bounded by WaitTimes, not by the relay's silence timeout, which
+        # would fire instead of the None when it is not longer than ``wait``.
+        batches = subscription.batches(wait=wait, timeout=wait + 1.0)
         try:
             return next(batches)
         finally:
@@ -187,11 +207,19 @@ class WorkerWait:
     def _waited(self) -> float:
         return time.monotonic() - self.began
 
-    def _status(self, state: WaitState, code: str | None = None) -> str:
+    def _live_workers(self) -> int:
+        """How many workers beat now (channels.runs.workers); 0 when Redis cannot say."""
+        try:
+            return len(live(self.svc.redis, self.svc.settings.heartbeat_ttl))
+        except RedisError:
+            return 0
+
+    def _status(self, state: WaitState, deadline: float, code: str | None = None) -> str:
         status: WaitStatus = {
             "state": state,
             "waited": round(self._waited(), 1),
-            "withdrawAfter": self.times.give_up,
+            "withdrawAfter": round(deadline, 1),
+            "workers": self._live_workers(),
         }
         if code is not None:
             status["code"] = code
@@ -209,13 +237,13 @@ class WorkerWait:
         if isinstance(job, ContinueJob):
             release_answer(svc, job, self.segment_id)
         logger.warning(
-            "turn %s of thread %s withdrawn: no worker took it within %g s",
+            "turn %s of thread %s withdrawn: no worker took it within %.1f s",
             self.segment_id,
             job.thread_id,
-            self.times.give_up,
+            self._waited(),
         )
-        error = NoWorkerError(no_worker(self.times.give_up))
-        yield self._status("withdrawn", error.code)
+        error = NoWorkerError(no_worker(round(self._waited())))
+        yield self._status("withdrawn", self._waited(), error.code)
         # A new turn's run never existed: native ``done`` ends it for good. A
         # continuation's run still waits for its answer: no ``done`` for it.
         ended = job.run_id if isinstance(job, TurnJob) else None

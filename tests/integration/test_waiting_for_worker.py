@@ -9,6 +9,7 @@ Before this, such a POST got no response headers at all until the relay's heartb
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,6 +132,7 @@ def test_no_worker_is_said_at_once_then_the_turn_is_withdrawn(
     assert [s["state"] for s in statuses] == ["queued", "withdrawn"]
     queued, withdrawn = statuses
     assert queued["withdrawAfter"] == GIVE_UP and queued["waited"] >= NOTICE
+    assert queued["workers"] == withdrawn["workers"] == 0  # none runs
     assert withdrawn["code"] == "no_worker"
     if protocol == "agui":  # the AG-UI client needs its run started before anything
         assert [e["type"] for e in events] == ["RUN_STARTED", "CUSTOM", "CUSTOM", "RUN_ERROR"]
@@ -187,3 +189,36 @@ def test_a_worker_that_comes_later_never_runs_a_withdrawn_turn(stack: Stack) -> 
     finally:
         worker.stop()
         store.dispose()
+
+
+def test_a_turn_waits_on_while_live_workers_are_all_busy(stack: Stack) -> None:
+    """A live worker whose only slot is taken: past the give-up time the turn is told
+    queued again with a later deadline (not withdrawn), and runs once the slot frees."""
+    worker = Worker(stack.env, "busy", concurrency=1)
+    answers: list[list[dict[str, Any]]] = []
+    try:
+        busy = post_turn(stack.web.url, "native", "busy-a", "gated")
+        reader = threading.Thread(target=lambda: answers.append([f.event for f in frames(busy)]))
+        reader.start()
+        deadline = time.monotonic() + 30
+        while count(stack.counts, "gate.reached") == 0:  # the slot is taken
+            assert time.monotonic() < deadline, worker.log.read_text()[-3000:]
+            time.sleep(0.05)  # polling the tool's mark, bounded by the deadline
+
+        waiting = post_turn(stack.web.url, "native", "busy-b", "hello there")
+        events: list[dict[str, Any]] = []
+        for frame in frames(waiting):
+            events.append(frame.event)
+            statuses = [e for e in events if e["type"] == "status"]
+            if len(statuses) == 2 and frame.event["type"] == "status":
+                (stack.counts / "gate.open").touch()  # past the give-up: free the slot
+        reader.join(timeout=30)
+    finally:
+        (stack.counts / "gate.open").touch()
+        worker.stop()
+    first, again = [e for e in events if e["type"] == "status"]
+    assert (first["state"], first["withdrawAfter"], first["workers"]) == ("queued", GIVE_UP, 1)
+    assert again["state"] == "queued" and again["workers"] == 1
+    assert again["withdrawAfter"] > GIVE_UP and again["waited"] >= GIVE_UP
+    assert events[-1] == {"type": "done", "status": "completed", "runId": events[-1]["runId"]}
+    assert answers and answers[0][-1]["status"] == "completed"

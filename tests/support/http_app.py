@@ -28,7 +28,9 @@ PUSH_ENV = {
 
 @contextmanager
 def http_app(tmp: Path, redis_url: str) -> Iterator[tuple[Flask, FlaskClient, Store]]:
-    env = fresh_env(tmp, redis_url, **PUSH_ENV)
+    # No worker: a relayed turn's first bytes are its queued status (web.waiting), sent
+    # as soon as its heartbeat would be, so that a test client's request returns at once.
+    env = fresh_env(tmp, redis_url, **PUSH_ENV, RELAYLINE_QUEUED_NOTICE_SECONDS="0.05")
     app = create_app(Settings.from_env(env), {"RELAYLINE_HEARTBEAT_SECONDS": 0.05})
     store = Store(env["DATABASE_URL"])
     try:

@@ -9,7 +9,7 @@ from relayline.shared.jobs import TurnJob, UserTurn
 from relayline.shared.settings import Settings
 from relayline.web.waiting import WaitStatus, WaitTimes, status_frames
 
-QUEUED: WaitStatus = {"state": "queued", "waited": 2.0, "withdrawAfter": 60.0}
+QUEUED: WaitStatus = {"state": "queued", "waited": 2.0, "withdrawAfter": 60.0, "workers": 0}
 
 
 def job(protocol: str) -> TurnJob:
@@ -47,11 +47,11 @@ def test_native_status_is_a_status_frame() -> None:
 
 
 def test_the_wait_gives_up_by_the_relay_timeout_when_that_is_shorter() -> None:
-    assert WaitTimes.from_settings(Settings(), 15.0) == WaitTimes(2.0, 60.0, 15.0)
+    assert WaitTimes.from_settings(Settings(), 15.0) == WaitTimes(2.0, 60.0, 15.0, 300.0)
     short = Settings(relay_timeout=3.0)
-    assert WaitTimes.from_settings(short, 15.0) == WaitTimes(2.0, 3.0, 15.0)
+    assert WaitTimes.from_settings(short, 15.0) == WaitTimes(2.0, 3.0, 15.0, 3.0)
     shorter = Settings(relay_timeout=1.0)
-    assert WaitTimes.from_settings(shorter, 15.0) == WaitTimes(1.0, 1.0, 15.0)
+    assert WaitTimes.from_settings(shorter, 15.0) == WaitTimes(1.0, 1.0, 15.0, 1.0)
 
 
 def test_a_withdrawn_start_is_read_as_withdrawn_and_stopped() -> None:
