@@ -23,6 +23,7 @@ from tests.support.model_wire import API_KEY, ModelWire, Reply, openai_stream
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import events_of
 from tests.support.stack import WebServer, Worker, fresh_env, running_stack
+from tests.support.turn_bodies import new_turn
 
 pytestmark = pytest.mark.integration
 
@@ -68,28 +69,7 @@ def stack(
 
 def turn(web: WebServer, protocol: str, thread: str, text: str) -> list[dict[str, Any]]:
     """Post a new turn in ``protocol``; the events of its whole answer."""
-    body: dict[str, Any]
-    if protocol == "native":
-        path, body = f"/api/threads/{thread}/messages", {"content": text}
-    elif protocol == "agui":
-        path = "/agui"
-        body = {
-            "threadId": thread,
-            "runId": f"client-{thread}",
-            "state": {},
-            "messages": [{"id": f"u-{thread}", "role": "user", "content": text}],
-            "tools": [],
-            "context": [],
-            "forwardedProps": {},
-        }
-    else:
-        path = "/api/chat"
-        parts = [{"type": "text", "text": text}]
-        body = {
-            "id": thread,
-            "trigger": "submit-message",
-            "messages": [{"id": f"u-{thread}", "role": "user", "parts": parts}],
-        }
+    path, body = new_turn(protocol, thread, text)
     response = requests.post(web.url + path, json=body, timeout=60)
     assert response.status_code == 200, response.text
     return events_of(response.text)

@@ -25,6 +25,7 @@ from tests.support.agents import count
 from tests.support.redis_server import RedisDatabases
 from tests.support.sse import frames
 from tests.support.stack import Worker, fresh_env
+from tests.support.turn_bodies import new_turn
 from tests.support.vercel import VercelSchema
 from tests.support.web_process import WebProcess
 
@@ -62,28 +63,7 @@ def stack(
 
 def post_turn(url: str, protocol: str, thread: str, text: str) -> requests.Response:
     """Post a new relayed turn in ``protocol``; the response once its headers are in."""
-    body: dict[str, Any]
-    if protocol == "native":
-        path, body = f"/api/threads/{thread}/messages", {"content": text}
-    elif protocol == "agui":
-        path = "/agui"
-        body = {
-            "threadId": thread,
-            "runId": f"client-{thread}",
-            "state": {},
-            "messages": [{"id": f"u-{thread}", "role": "user", "content": text}],
-            "tools": [],
-            "context": [],
-            "forwardedProps": {},
-        }
-    else:
-        path = "/api/chat"
-        parts = [{"type": "text", "text": text}]
-        body = {
-            "id": thread,
-            "trigger": "submit-message",
-            "messages": [{"id": f"u-{thread}", "role": "user", "parts": parts}],
-        }
+    path, body = new_turn(protocol, thread, text)
     # The read timeout bounds each wait for bytes: a response with no headers fails here.
     return requests.post(url + path, json=body, stream=True, timeout=(5, GIVE_UP + 10))
 
