@@ -144,7 +144,7 @@ class WorkerWait:
             # A worker took it and is getting ready: no notice, and no withdrawal.
             return (yield from self._until_written(subscription))
         deadline = self.times.give_up
-        yield self._status("queued", deadline)
+        yield self._status("queued", deadline, self._live_workers())
         while True:
             left = deadline - self._waited()
             first = self._first(subscription, min(self.times.heartbeat, max(left, 0.0)))
@@ -153,18 +153,19 @@ class WorkerWait:
             if self._waited() < deadline:
                 yield SSE_HEARTBEAT
                 continue
-            if self._waited() < self.times.longest and self._live_workers():
+            workers = self._live_workers()
+            if self._waited() < self.times.longest and workers:
                 # Workers live, all busy: the turn runs once one is free. It waits on,
                 # up to the relay's timeout; the client is told the new deadline.
                 deadline = min(self._waited() + self.times.give_up, self.times.longest)
-                yield self._status("queued", deadline)
+                yield self._status("queued", deadline, workers)
                 continue
             start = withdraw_before_start(
                 self.svc.redis, self.segment_id, self.svc.settings.stream_max_age
             )
             if start.run_id is not None:  # a task took it at the last moment
                 return self._dedup((yield from self._until_written(subscription)))
-            yield from self._withdrawn()
+            yield from self._withdrawn(workers)
             return None
 
     def _until_written(self, subscription: Subscription) -> Generator[str, None, list[Spliced]]:
@@ -214,12 +215,14 @@ class WorkerWait:
         except RedisError:
             return 0
 
-    def _status(self, state: WaitState, deadline: float, code: str | None = None) -> str:
+    def _status(
+        self, state: WaitState, deadline: float, workers: int, code: str | None = None
+    ) -> str:
         status: WaitStatus = {
             "state": state,
             "waited": round(self._waited(), 1),
             "withdrawAfter": round(deadline, 1),
-            "workers": self._live_workers(),
+            "workers": workers,
         }
         if code is not None:
             status["code"] = code
@@ -228,9 +231,9 @@ class WorkerWait:
         self.sent_start = self.sent_start or start
         return "".join(encode_event(frame) for frame in frames)
 
-    def _withdrawn(self) -> Generator[str, None, None]:
+    def _withdrawn(self, workers: int) -> Generator[str, None, None]:
         """Take back what the turn left (a count, the thread's active segment, an
-        answer's claim), then tell the client."""
+        answer's claim), then tell the client (``workers``: the live workers seen)."""
         svc, job = self.svc, self.job
         withdraw(svc, self.segment_id, job.owner)
         retract(svc, job.thread_id, ActiveSegment(job.protocol, self.segment_id))
@@ -243,7 +246,7 @@ class WorkerWait:
             self._waited(),
         )
         error = NoWorkerError(no_worker(round(self._waited())))
-        yield self._status("withdrawn", self._waited(), error.code)
+        yield self._status("withdrawn", self._waited(), workers, error.code)
         # A new turn's run never existed: native ``done`` ends it for good. A
         # continuation's run still waits for its answer: no ``done`` for it.
         ended = job.run_id if isinstance(job, TurnJob) else None
